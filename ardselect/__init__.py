@@ -1,0 +1,53 @@
+"""ardselect: sparse Bayesian gene selection with honest uncertainty.
+
+The core is :class:`ARDClassifier`, a linear-basis ARD probit classifier fitted by Expectation
+Propagation along a sequential add / delete / re-estimate path, choosing the model by the EP evidence,
+the EP leave-one-out error or the leave-one-out error probability. Around it: the RVM family
+(type-II ML regression, Laplace classification, variational and Gibbs-sampled variants) and kernel
+bases that pick relevance vectors, AnnData helpers and file I/O.
+
+Public names are imported lazily so that ``import ardselect`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ._version import __version__
+
+_LAZY = {
+    "ep_probit": "._ep",
+    "EPResult": "._ep",
+    "ARDClassifier": "._classifier",
+    "CRITERIA": "._criteria",
+    "RVMRegressor": "._rvm",
+    "RVMClassifier": "._rvm",
+    "VariationalRVMRegressor": "._variational",
+    "VariationalRVMClassifier": "._variational",
+    "GibbsRVMClassifier": "._gibbs",
+    "rank_genes": "._anndata",
+    "ArdselectError": ".exceptions",
+    "DataError": ".exceptions",
+    "LabelError": ".exceptions",
+    "FileFormatError": ".exceptions",
+    "MissingFileError": ".exceptions",
+    "ModelError": ".exceptions",
+    "get": ".get",
+    "io": ".io",
+    "datasets": ".datasets",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        module = importlib.import_module(_LAZY[name], __name__)
+        value = module if name in ("get", "io", "datasets") else getattr(module, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'ardselect' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,109 @@
+"""Input checks shared by every estimator: one place for the messages users see."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.validation import check_array
+
+from .exceptions import DataError, LabelError
+
+__all__ = ["check_design", "check_binary_labels", "constant_columns"]
+
+
+def check_design(X, *, estimator_name: str = "estimator", accept_sparse: bool = True):
+    """Return X as float64 (CSC sparse or C-contiguous dense) after checking it.
+
+    Raises :class:`DataError` for an empty matrix and for NaN or infinite values, naming how many
+    entries are bad and the first bad column.
+    """
+    try:
+        X = check_array(
+            X,
+            accept_sparse=["csc", "csr"] if accept_sparse else False,
+            dtype=np.float64,
+            ensure_all_finite=False,
+            ensure_2d=True,
+            ensure_min_samples=1,
+            ensure_min_features=1,
+            estimator=estimator_name,
+        )
+    except ValueError as exc:
+        if "sparse" in str(exc) and not accept_sparse:
+            raise
+        raise DataError(str(exc)) from None
+    values = X.data if sp.issparse(X) else X
+    bad = ~np.isfinite(values)
+    if bad.any():
+        n_bad = int(bad.sum())
+        kinds = []
+        if np.isnan(values[bad]).any():
+            kinds.append("NaN")
+        if np.isinf(values[bad]).any():
+            kinds.append("infinite")
+        if sp.issparse(X):
+            col = int(X.tocsc().indices[np.flatnonzero(~np.isfinite(X.tocsc().data))[0]])
+        else:
+            col = int(np.flatnonzero(bad.any(axis=0))[0])
+        raise DataError(
+            f"Input X contains {n_bad} {' and '.join(kinds)} value(s) (first in column {col}); "
+            "impute or drop them before fitting."
+        )
+    if sp.issparse(X):
+        X = X.tocsc()
+        X.sort_indices()
+    return X
+
+
+def constant_columns(X) -> np.ndarray:
+    """Boolean mask of the columns of X whose values are all equal (all-zero columns included)."""
+    if sp.issparse(X):
+        X = X.tocsc()
+        n = X.shape[0]
+        nnz = np.diff(X.indptr)
+        mx = np.full(X.shape[1], -np.inf)
+        mn = np.full(X.shape[1], np.inf)
+        has = nnz > 0
+        if has.any():
+            mx[has] = np.maximum.reduceat(X.data, X.indptr[:-1][has])
+            mn[has] = np.minimum.reduceat(X.data, X.indptr[:-1][has])
+        # Implicit zeros count as values too.
+        partial = nnz < n
+        mx = np.where(partial, np.maximum(mx, 0.0), mx)
+        mn = np.where(partial, np.minimum(mn, 0.0), mn)
+        return mx == mn
+    return np.ptp(X, axis=0) == 0
+
+
+def check_binary_labels(y, n_samples: int):
+    """Check labels against X and encode them.
+
+    Returns ``(classes, y_index)`` where ``classes`` is sorted as ``np.unique`` sorts it and
+    ``y_index`` is an int array into ``classes``. Accepts {0,1}, {-1,+1}, booleans, strings, or more
+    than two classes (the caller decides whether it supports them).
+    """
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y.ravel()
+    if y.ndim != 1:
+        raise LabelError(f"y must be one-dimensional, got an array of shape {y.shape}.")
+    if y.shape[0] != n_samples:
+        raise LabelError(
+            f"y has {y.shape[0]} labels but X has {n_samples} samples; they must match one to one."
+        )
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise LabelError("y contains NaN or infinite labels.")
+    if y.dtype.kind == "O":
+        if any(v is None or (isinstance(v, float) and np.isnan(v)) for v in y):
+            raise LabelError("y contains missing labels (None or NaN).")
+    if y.dtype.kind == "f" and np.any(y != np.round(y)):
+        raise LabelError(
+            "y holds continuous values; ardselect classifiers need class labels "
+            "(for a continuous target use RVMRegressor)."
+        )
+    classes, y_index = np.unique(y, return_inverse=True)
+    if classes.size < 2:
+        raise LabelError(
+            f"y has a single class ({classes[0]!r}); a classifier needs at least two classes."
+        )
+    return classes, y_index.astype(np.intp)

@@ -1,0 +1,42 @@
+"""Errors raised by ardselect.
+
+Every error the library raises on purpose derives from :class:`ArdselectError` and from the builtin
+exception a Python user would expect (``ValueError`` for bad values, ``FileNotFoundError`` for a missing
+file, ...), so ``except ValueError`` keeps working for code that does not know about ardselect.
+Messages are one line: they name the bad value and, where there is a short list, the valid ones.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ArdselectError",
+    "DataError",
+    "LabelError",
+    "FileFormatError",
+    "MissingFileError",
+    "ModelError",
+]
+
+
+class ArdselectError(Exception):
+    """Base class of every error ardselect raises on purpose."""
+
+
+class DataError(ArdselectError, ValueError):
+    """The expression matrix is unusable: NaN or infinite values, empty, constant features, ..."""
+
+
+class LabelError(ArdselectError, ValueError):
+    """The labels are unusable: wrong length, a single class, a missing column, ..."""
+
+
+class FileFormatError(ArdselectError, ValueError):
+    """A file is not what its name or the caller says it is, or is corrupted."""
+
+
+class MissingFileError(ArdselectError, FileNotFoundError):
+    """A file that must exist does not."""
+
+
+class ModelError(ArdselectError, ValueError):
+    """A saved model cannot be applied: unknown version, missing genes, ..."""
