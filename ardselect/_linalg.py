@@ -1,0 +1,60 @@
+"""Dense linear algebra for the posterior: Cholesky factors, solves and log-determinants.
+
+There is one jitter policy: when a matrix that must be positive definite fails to factor, a multiple of
+its mean diagonal (starting at ``JITTER``, times 10 per retry, at most ``MAX_TRIES`` times) is added to the
+diagonal, and the escalation is logged. Rounding makes this happen only for near-singular matrices,
+e.g. duplicated features with tiny prior precision.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from scipy.linalg import cho_solve, cholesky, solve_triangular
+
+__all__ = ["JITTER", "safe_cholesky", "chol_solve", "chol_logdet", "tri_solve"]
+
+logger = logging.getLogger("ardselect")
+
+#: Relative jitter added to the diagonal when a Cholesky factorisation fails.
+JITTER = 1e-10
+MAX_TRIES = 8
+
+
+def safe_cholesky(A: np.ndarray) -> np.ndarray:
+    """Lower Cholesky factor of a symmetric positive (semi)definite matrix, with escalating jitter."""
+    try:
+        return cholesky(A, lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        pass
+    if not np.all(np.isfinite(A)):
+        raise np.linalg.LinAlgError("matrix to factor contains NaN or infinite values")
+    scale = float(np.mean(np.abs(np.diag(A)))) or 1.0
+    jitter = JITTER * scale
+    for _ in range(MAX_TRIES):
+        try:
+            L = cholesky(A + jitter * np.eye(A.shape[0]), lower=True, check_finite=False)
+        except np.linalg.LinAlgError:
+            jitter *= 10.0
+            continue
+        logger.debug("Cholesky needed jitter %.3g (relative %.3g)", jitter, jitter / scale)
+        return L
+    raise np.linalg.LinAlgError(
+        f"matrix is not positive definite even with jitter {jitter:.3g} added to its diagonal"
+    )
+
+
+def chol_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Solve ``(L L^T) X = B`` given the lower factor ``L``."""
+    return cho_solve((L, True), B, check_finite=False)
+
+
+def tri_solve(L: np.ndarray, B: np.ndarray, trans: bool = False) -> np.ndarray:
+    """Solve ``L X = B`` (or ``L^T X = B`` with ``trans``) for lower-triangular ``L``."""
+    return solve_triangular(L, B, lower=True, trans=1 if trans else 0, check_finite=False)
+
+
+def chol_logdet(L: np.ndarray) -> float:
+    """``log |L L^T| = 2 sum log diag(L)``."""
+    return 2.0 * float(np.sum(np.log(np.diag(L))))
