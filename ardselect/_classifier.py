@@ -22,13 +22,18 @@ from ._ep import loo_error, loo_prob_error, run_ep
 from ._probit import log_Phi, tilted_moments
 from ._sequential import SequentialPath, score_candidates
 from ._validation import check_binary_labels, check_design, constant_columns
-from .exceptions import DataError
+from .exceptions import DataError, LabelError
 
 __all__ = ["ARDClassifier", "Posterior"]
 
 logger = logging.getLogger("ardselect")
 
 INTERCEPT = "(intercept)"
+
+
+def _label(v) -> str:
+    """A class label for messages: numpy scalars shown as plain Python values."""
+    return repr(v.item() if isinstance(v, np.generic) else v)
 
 
 @dataclass
@@ -160,11 +165,12 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         Constant term of the "poly" kernel.
     fit_intercept : bool, default=True
         Add a constant basis function. It has its own ARD precision and competes like any feature.
-    init : {"relevant", "single"} or int, default="relevant"
+    init : {"auto", "relevant", "single"} or int, default="auto"
         Starting model of the path. ``"relevant"`` starts from every feature that is relevant on its
-        own (``theta_j > 0`` on the initial virtual targets, each at its own optimal precision), the
-        paper's "small fraction of features"; ``"single"`` starts from the single best feature, as in
-        Tipping & Faul; an int k starts from the k best features.
+        own (``theta_j > 0`` on the initial virtual targets, each at its own optimal precision; at most
+        ``max_init`` of them), the paper's "small fraction of features"; ``"single"`` starts from the
+        single best basis function, as in Tipping & Faul; an int k starts from the k best. ``"auto"``
+        is ``"relevant"`` for the feature basis and ``"single"`` for kernel bases (relevance vectors).
     max_init : int or None, default=100
         Upper bound on the size of the starting model (the best ``max_init`` features by their
         individual evidence gain). Since ``criterion="loo"`` keeps the *first* step with the smallest
@@ -267,7 +273,7 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, criterion="loo", *, kernel="features", gamma="scale", degree=3, coef0=1.0,
-                 fit_intercept=True, init="relevant", max_init=100, max_steps=2000, tol=1e-5,
+                 fit_intercept=True, init="auto", max_init=100, max_steps=2000, tol=1e-5,
                  alpha_min=1e-2, patience=20,
                  loo_prob_scale=50.0, damping=1.0, ep_tol=1e-6, ep_max_iter=200,
                  constant_features="raise", random_state=None):
@@ -303,9 +309,11 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"constant_features must be 'raise' or 'ignore'; got {self.constant_features!r}."
             )
-        if not (self.init in ("relevant", "single") or (
+        if not (self.init in ("auto", "relevant", "single") or (
                 isinstance(self.init, (int, np.integer)) and self.init >= 1)):
-            raise ValueError(f"init must be 'relevant', 'single' or a positive int; got {self.init!r}.")
+            raise ValueError(
+                f"init must be 'auto', 'relevant', 'single' or a positive int; got {self.init!r}."
+            )
         if not (isinstance(self.max_steps, (int, np.integer)) and self.max_steps >= 0):
             raise ValueError(f"max_steps must be a non-negative int; got {self.max_steps!r}.")
         if not self.loo_prob_scale > 0:
@@ -337,6 +345,8 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         self : ARDClassifier
         """
         self._check_params()
+        if y is None:
+            raise LabelError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
         try:
             X = validate_data(self, X, accept_sparse=["csc", "csr"], dtype=np.float64,
                               ensure_all_finite=False, reset=True)
@@ -386,6 +396,7 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         problems = [1] if classes.size == 2 else list(range(classes.size))
         # The path is thousands of small dense operations; multi-threaded BLAS only adds contention
         # there (measured 50x slower on a loaded 2-core machine), so the fit runs on one BLAS thread.
+        self._is_features = is_features
         with threadpool_limits(limits=1, user_api="blas"):
             self._fit_problems(problems, classes, y_idx, Phi_s, allowed, fnames, icol, scale)
         self._basis_names = fnames
@@ -403,13 +414,16 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
             prob = _EPProbitProblem(design, allowed, loo_prob_scale=self.loo_prob_scale,
                                     damping=self.damping, ep_tol=self.ep_tol,
                                     ep_max_iter=self.ep_max_iter)
-            path = SequentialPath(prob, init=self.init, max_steps=self.max_steps, tol=self.tol,
+            init = self.init
+            if init == "auto":
+                init = "relevant" if self._is_features else "single"
+            path = SequentialPath(prob, init=init, max_steps=self.max_steps, tol=self.tol,
                                   max_init=self.max_init, alpha_min=self.alpha_min,
                                   patience=self.patience,
                                   progress_label=str(classes[k])).run()
             if not path.converged:
                 warnings.warn(
-                    f"The ARD path for class {classes[k]!r} stopped at max_steps={self.max_steps} "
+                    f"The ARD path for class {_label(classes[k])} stopped at max_steps={self.max_steps} "
                     "before converging; raise max_steps (the chosen model is still valid).",
                     ConvergenceWarning, stacklevel=2,
                 )
@@ -556,7 +570,8 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         """Most probable class (the argmax of :meth:`predict_proba`)."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
 
     # ------------------------------------------------------------------ selection
     def _get_support_mask(self):

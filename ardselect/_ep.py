@@ -213,7 +213,9 @@ def _log_evidence(post: LatentPosterior, tau, nu, mc, vc) -> float:
     tv = tau * vc
     site = log_Phi(z) + 0.5 * np.log1p(tv) + 0.5 * tau * (m - mc) ** 2 / (1.0 + tv)
     quad = float(np.sum(tau * m * m) - nu @ post.f_mean)
-    return float(np.sum(site[upd])) - 0.5 * post.log_det_B - 0.5 * quad
+    # Every sample counts: a site with tau = 0 (a sample whose latent has zero variance, e.g. an all-zero
+    # row on the active features) still contributes its exact likelihood log Phi(z_i).
+    return float(np.sum(site)) - 0.5 * post.log_det_B - 0.5 * quad
 
 
 def run_ep(P, alpha, tau=None, nu=None, *, damping=1.0, tol=1e-8, max_iter=500, route=None):
@@ -303,9 +305,9 @@ def loo_prob_error(cavity_mean, cavity_var, scale: float = 50.0) -> float:
 # --------------------------------------------------------------------------------------------------
 # Public function
 # --------------------------------------------------------------------------------------------------
-def signed_labels(y):
+def signed_labels(y, n_samples):
     """Encode labels as -1/+1 (the second of the sorted classes is +1); returns ``(classes, t)``."""
-    classes, idx = check_binary_labels(y, np.asarray(y).shape[0])
+    classes, idx = check_binary_labels(y, n_samples)
     if classes.size != 2:
         raise DataError(f"ep_probit needs two classes; y has {classes.size}: {list(classes)!r}.")
     return classes, np.where(idx == 1, 1.0, -1.0)
@@ -420,7 +422,7 @@ def ep_probit(X, y, alpha, *, loo_prob_scale=50.0, damping=1.0, tol=1e-8, max_it
         raise DataError(f"alpha has {alpha.shape[0]} entries but X has {X.shape[1]} columns.")
     if np.any(np.isnan(alpha)) or np.any(alpha <= 0):
         raise DataError("alpha must be positive (np.inf to exclude a feature); got NaN or <= 0.")
-    classes, t = signed_labels(y)
+    classes, t = signed_labels(y, X.shape[0])
     active = np.flatnonzero(np.isfinite(alpha))
     Xa = X[:, active]
     Xa = Xa.toarray() if hasattr(Xa, "toarray") else np.asarray(Xa)

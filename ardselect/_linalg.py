@@ -24,12 +24,13 @@ MAX_TRIES = 8
 
 def safe_cholesky(A: np.ndarray) -> np.ndarray:
     """Lower Cholesky factor of a symmetric positive (semi)definite matrix, with escalating jitter."""
+    if not np.all(np.isfinite(A)):
+        # LAPACK may "succeed" on NaN input and return NaN: never let that through silently.
+        raise np.linalg.LinAlgError("matrix to factor contains NaN or infinite values")
     try:
         return cholesky(A, lower=True, check_finite=False)
     except np.linalg.LinAlgError:
         pass
-    if not np.all(np.isfinite(A)):
-        raise np.linalg.LinAlgError("matrix to factor contains NaN or infinite values")
     scale = float(np.mean(np.abs(np.diag(A)))) or 1.0
     jitter = JITTER * scale
     for _ in range(MAX_TRIES):

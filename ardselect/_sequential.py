@@ -180,7 +180,10 @@ class SequentialPath:
 
     ``init`` is ``"single"`` (the one feature with the largest gain, as Tipping & Faul start), ``"relevant"``
     (every feature whose ``theta_j > 0`` on the initial virtual regression, each at its own optimal
-    alpha: the paper's "small fraction of features"), or an int k (the k features of largest gain).
+    alpha: the paper's "small fraction of features"), an int k (the k features of largest gain), or an
+    ``(m,)`` float array of starting precisions (``inf`` = out of the model; a warm start, e.g. after
+    the basis functions changed; entries of features not ``allowed`` are ignored, and finite ones are
+    raised to ``alpha_min``). An array with no usable finite entry falls back to ``"single"``.
     """
 
     def __init__(self, model, *, init="single", max_steps=1000, tol=1e-4, max_init=None,
@@ -224,7 +227,15 @@ class SequentialPath:
         alpha = np.full(m, np.inf)
         action, gain, new_alpha = candidate_actions(S, Q, alpha, model.allowed, self.alpha_min)
         ok = (action == ADD) & np.isfinite(gain)
-        if not ok.any():
+        warm = None
+        if isinstance(self.init, np.ndarray):
+            a0 = np.asarray(self.init, dtype=np.float64)
+            usable = np.isfinite(a0) & (a0 > 0) & model.allowed
+            if usable.any():
+                warm = np.where(usable, np.maximum(np.where(usable, a0, 1.0), self.alpha_min), np.inf)
+        if warm is not None:
+            alpha = warm
+        elif not ok.any():
             # Nothing is individually relevant: start from the best feature anyway so the path exists.
             cand = np.flatnonzero(model.allowed)
             j = cand[np.argmax((Q[cand] ** 2 / S[cand]))]
@@ -232,7 +243,7 @@ class SequentialPath:
             alpha[j] = max(S[j] ** 2 / max(Q[j] ** 2 - S[j], 1e-12 * S[j]), self.alpha_min)
         else:
             order = np.argsort(-np.where(ok, gain, -np.inf), kind="stable")
-            if self.init == "single":
+            if isinstance(self.init, np.ndarray) or self.init == "single":
                 k = 1
             elif self.init == "relevant":
                 k = int(ok.sum())

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
+from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import check_array
 
 from .exceptions import DataError, LabelError
@@ -84,6 +87,10 @@ def check_binary_labels(y, n_samples: int):
     """
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn(
+            "A column-vector y was passed when a 1d array was expected; it was raveled.",
+            DataConversionWarning, stacklevel=3,
+        )
         y = y.ravel()
     if y.ndim != 1:
         raise LabelError(f"y must be one-dimensional, got an array of shape {y.shape}.")
@@ -103,7 +110,8 @@ def check_binary_labels(y, n_samples: int):
         )
     classes, y_index = np.unique(y, return_inverse=True)
     if classes.size < 2:
+        only = classes[0].item() if isinstance(classes[0], np.generic) else classes[0]
         raise LabelError(
-            f"y has a single class ({classes[0]!r}); a classifier needs at least two classes."
+            f"y has one class only ({only!r}); a classifier needs at least two classes."
         )
     return classes, y_index.astype(np.intp)

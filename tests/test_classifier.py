@@ -1,0 +1,272 @@
+"""ARDClassifier: contract, properties and recovery."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from scipy.stats import norm
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from ardselect import ARDClassifier, DataError, LabelError
+
+
+def paper_synthetic(seed, n_train=30, n_test=0, d=200, k=10):
+    """Qi et al. (2004) sec. 4: 10 of 200 weights from N(-0.5, 1), the rest 0; labels from the sign."""
+    rng = np.random.default_rng(seed)
+    w = np.zeros(d)
+    relevant = rng.choice(d, size=k, replace=False)
+    w[relevant] = rng.normal(-0.5, 1.0, size=k)
+    X = rng.normal(size=(n_train + n_test, d))
+    y = (X @ w > 0).astype(int)
+    return X[:n_train], y[:n_train], X[n_train:], y[n_train:], set(relevant.tolist())
+
+
+def two_gene_data(seed=0, n=60, d=30):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = (X[:, 3] - X[:, 7] + 0.3 * rng.normal(size=n) > 0).astype(int)
+    return X, y
+
+
+@parametrize_with_checks([ARDClassifier(max_steps=30)])
+def test_sklearn_compatible(estimator, check):
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        # max_steps=30 keeps the checks fast; the path is then cut short on purpose.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        check(estimator)
+
+
+def test_fitted_attributes_and_path():
+    X, y = two_gene_data()
+    clf = ARDClassifier().fit(X, y)
+    p = clf.path_
+    assert list(p.columns[:8]) == ["class", "step", "action", "feature", "n_features",
+                                   "log_evidence", "loo_error", "loo_prob_error"]
+    assert p["step"].tolist() == list(range(len(p)))
+    assert p["action"].iloc[0] == "init"
+    assert set(p["action"].iloc[1:]) <= {"add", "delete", "reestimate"}
+    assert clf.coef_.shape == (1, 30) and clf.coef_sd_.shape == (1, 30)
+    assert clf.intercept_.shape == (1,)
+    sel = clf.get_support()
+    assert np.all(np.isfinite(clf.alpha_[0, sel])) and np.all(np.isinf(clf.alpha_[0, ~sel]))
+    assert np.all(clf.coef_[0, ~sel] == 0) and np.all(clf.coef_sd_[0, sel] > 0)
+    assert sel[3] and sel[7]
+    assert np.sign(clf.coef_[0, 3]) == 1 and np.sign(clf.coef_[0, 7]) == -1
+    # chosen step is the criterion's pick on the recorded path (first minimum of the LOO error)
+    loo = p["loo_error"].to_numpy()
+    assert clf.chosen_step_ == int(np.flatnonzero(loo == loo.min())[0])
+    assert clf.transform(X).shape == (60, sel.sum())
+
+
+@pytest.mark.parametrize("criterion", ["loo", "loo-prob", "evidence"])
+def test_criteria_and_at_step_agree(criterion):
+    X, y = two_gene_data(1)
+    base = ARDClassifier().fit(X, y)
+    direct = ARDClassifier(criterion=criterion).fit(X, y)
+    step = base.choose_step(criterion)
+    assert step == direct.chosen_step_
+    via = base.at_step(step)
+    np.testing.assert_allclose(via.coef_, direct.coef_, rtol=1e-10)
+    np.testing.assert_allclose(via.predict_proba(X), direct.predict_proba(X), rtol=1e-10)
+    assert base.chosen_step_ == base.choose_step("loo")  # at_step leaves the original alone
+    if criterion == "evidence":
+        assert step == int(np.argmax(base.path_["log_evidence"]))
+
+
+def test_predict_proba_integrates_over_the_posterior():
+    X, y = two_gene_data(2)
+    clf = ARDClassifier().fit(X, y)
+    post = clf.posteriors_[0]
+    rng = np.random.default_rng(0)
+    W = rng.multivariate_normal(post.mean, post.cov, size=200_000)
+    x = np.append(X[:5], np.ones((5, 1)), axis=1)  # intercept is the last column of the model
+    xa = np.where(post.index >= 0, 0, 1)  # placeholder to keep shapes clear
+    del xa
+    cols = [x[:, i] if i >= 0 else np.ones(5) for i in post.index]
+    Xa = np.column_stack(cols)
+    mc = norm.cdf(Xa @ W.T).mean(axis=1)
+    np.testing.assert_allclose(clf.predict_proba(X[:5])[:, 1], mc, atol=5e-3)
+    # and differs from the plug-in of the mean when the posterior is wide
+    plug = norm.cdf(Xa @ post.mean)
+    assert np.max(np.abs(plug - clf.predict_proba(X[:5])[:, 1])) > 1e-3 or np.allclose(plug, mc)
+
+
+def test_predict_is_argmax_of_proba_and_decision_sign():
+    X, y = two_gene_data(3)
+    clf = ARDClassifier().fit(X, y)
+    P = clf.predict_proba(X)
+    np.testing.assert_allclose(P.sum(axis=1), 1)
+    assert np.array_equal(clf.predict(X), clf.classes_[(P[:, 1] > 0.5).astype(int)])
+    assert np.array_equal(clf.decision_function(X) > 0, P[:, 1] > 0.5)
+    np.testing.assert_allclose(np.exp(clf.predict_log_proba(X)), P, rtol=1e-10)
+
+
+def test_label_swap_flips_coefficients_and_keeps_ranking():
+    X, y = two_gene_data(4)
+    a = ARDClassifier().fit(X, y)
+    b = ARDClassifier().fit(X, 1 - y)
+    np.testing.assert_allclose(a.coef_, -b.coef_, rtol=1e-6, atol=1e-9)
+    assert a.ranked_features()["feature"].tolist() == b.ranked_features()["feature"].tolist()
+
+
+def test_permuting_genes_permutes_the_ranking():
+    X, y = two_gene_data(5)
+    perm = np.random.default_rng(0).permutation(30)
+    names = [f"g{i}" for i in range(30)]
+    a = ARDClassifier().fit(pd.DataFrame(X, columns=names), y)
+    b = ARDClassifier().fit(pd.DataFrame(X[:, perm], columns=[names[i] for i in perm]), y)
+    ra = a.ranked_features().set_index("feature")
+    rb = b.ranked_features().set_index("feature")
+    sel = ra.index[ra["selected"]]
+    assert set(sel) == set(rb.index[rb["selected"]])
+    np.testing.assert_allclose(ra.loc[sel, "mean"], rb.loc[sel, "mean"], rtol=1e-6)
+
+
+def test_deterministic_for_a_seed():
+    X, y = two_gene_data(6)
+    a = ARDClassifier(random_state=3).fit(X, y)
+    b = ARDClassifier(random_state=3).fit(X, y)
+    pd.testing.assert_frame_equal(a.path_, b.path_)
+    assert np.array_equal(a.coef_, b.coef_)
+
+
+def test_dense_sparse_and_float32_agree():
+    X, y = two_gene_data(7)
+    X[np.abs(X) < 0.5] = 0.0
+    dense = ARDClassifier().fit(X, y)
+    sparse = ARDClassifier().fit(sp.csr_matrix(X), y)
+    f32 = ARDClassifier().fit(X.astype(np.float32), y)
+    pd.testing.assert_frame_equal(dense.path_, sparse.path_, rtol=1e-8)
+    np.testing.assert_allclose(dense.coef_, sparse.coef_, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(dense.predict_proba(X), sparse.predict_proba(sp.csc_matrix(X)),
+                               rtol=1e-8)
+    assert np.array_equal(dense.get_support(), f32.get_support())
+    np.testing.assert_allclose(dense.coef_, f32.coef_, rtol=1e-4, atol=1e-6)
+
+
+def test_scale_invariance_and_extreme_scales():
+    X, y = two_gene_data(8)
+    scales = np.logspace(-6, 6, 30)
+    a = ARDClassifier().fit(X, y)
+    b = ARDClassifier().fit(X * scales, y)
+    assert np.array_equal(a.get_support(), b.get_support())
+    np.testing.assert_allclose(a.coef_, b.coef_ * scales, rtol=1e-5, atol=1e-8)
+    assert np.all(np.isfinite(b.coef_)) and np.all(np.isfinite(b.path_["log_evidence"]))
+
+
+def test_separable_and_duplicated_features_fit_cleanly():
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(40, 10))
+    y = (X[:, 0] > 0).astype(int)  # perfectly separable by one gene
+    X = np.hstack([X, X[:, :1], X[:, :1]])  # and that gene duplicated twice
+    clf = ARDClassifier().fit(X, y)
+    assert np.all(np.isfinite(clf.path_[["log_evidence", "loo_error", "loo_prob_error"]]))
+    assert np.all(np.isfinite(clf.coef_))
+    assert clf.get_support()[[0, 10, 11]].any()
+    assert (clf.predict(X) == y).mean() == 1.0
+
+
+def test_recovers_relevant_features_on_the_papers_setup():
+    # The paper's generator (10 relevant of 200 weights from N(-0.5, 1)), with 150 training points so
+    # that recovery is well determined. ARD's evidence optimum keeps the relevant genes and a few
+    # irrelevant ones with small weights; the ranking (by relevance) puts the true genes on top.
+    X, y, Xt, yt, relevant = paper_synthetic(0, n_train=150, n_test=2000)
+    clf = ARDClassifier(criterion="evidence").fit(X, y)
+    chosen = set(np.flatnonzero(clf.get_support()).tolist())
+    assert len(chosen & relevant) >= 8
+    top = clf.ranked_features()["feature"].head(10).str[1:].astype(int)
+    assert len(set(top) & relevant) >= 8
+    assert (clf.predict(Xt) == yt).mean() > 0.9
+
+
+def test_multiclass_one_vs_rest():
+    rng = np.random.default_rng(10)
+    X = rng.normal(size=(90, 20))
+    y = np.repeat(["a", "b", "c"], 30)
+    for k, c in enumerate("abc"):
+        X[y == c, k] += 3.0
+    clf = ARDClassifier().fit(X, y)
+    assert clf.coef_.shape == (3, 20) and clf.intercept_.shape == (3,)
+    assert set(clf.chosen_step_) == {"a", "b", "c"}
+    P = clf.predict_proba(X)
+    np.testing.assert_allclose(P.sum(axis=1), 1)
+    assert (clf.predict(X) == y).mean() > 0.9
+    for k in range(3):
+        assert clf.alpha_[k, k] < np.inf  # each class's marker gene is in its model
+    r = clf.ranked_features()
+    assert set(r["class"]) == {"a", "b", "c"} and len(r) == 60
+    assert set(clf.path_["class"]) == {"a", "b", "c"}
+
+
+def test_kernel_basis_selects_relevance_vectors():
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(80, 2))
+    y = (np.sum(X**2, axis=1) > 1.4).astype(int)  # a circle: not linearly separable
+    lin = ARDClassifier().fit(X, y)
+    rbf = ARDClassifier(kernel="rbf", gamma=0.5).fit(X, y)
+    assert rbf.coef_.shape == (1, 80)
+    assert 0 < rbf.relevance_vectors_.size < 40
+    assert (rbf.predict(X) == y).mean() > (lin.predict(X) == y).mean() + 0.1
+
+
+def test_ranked_features_table():
+    X, y = two_gene_data(12)
+    clf = ARDClassifier().fit(X, y)
+    r = clf.ranked_features()
+    assert list(r.columns) == ["class", "rank", "feature", "selected", "relevance", "mean", "sd",
+                               "alpha", "entered_step"]
+    assert r["rank"].tolist() == list(range(1, 31))
+    n_sel = int(clf.get_support().sum())
+    assert r["selected"].tolist() == [True] * n_sel + [False] * (30 - n_sel)
+    assert set(r["feature"].head(2)) == {"x3", "x7"}
+    assert r.loc[r["selected"], "entered_step"].notna().all()
+
+
+def test_works_in_a_pipeline():
+    X, y = two_gene_data(13)
+    pipe = make_pipeline(StandardScaler(), ARDClassifier()).fit(X, y)
+    assert (pipe.predict(X) == y).mean() > 0.9
+
+
+@pytest.mark.parametrize(
+    ("X", "y", "exc", "match"),
+    [
+        (np.array([[np.nan, 1.0], [0.0, 2.0], [1.0, 0.0]]), [0, 1, 1], DataError, "NaN"),
+        (np.array([[np.inf, 1.0], [0.0, 2.0], [1.0, 0.0]]), [0, 1, 1], DataError, "infinite"),
+        (np.array([[1.0, 1.0], [0.0, 2.0], [1.0, 0.0]]), [1, 1, 1], LabelError, "one class"),
+        (np.array([[1.0, 1.0], [0.0, 2.0], [1.0, 0.0]]), [0, 1], LabelError, "3 samples"),
+        (np.array([[1.0, 5.0], [0.0, 5.0], [1.0, 5.0]]), [0, 1, 1], DataError, "constant"),
+        (np.zeros((0, 3)), [], DataError, "0 sample"),
+        (np.zeros((3, 0)), [0, 1, 1], DataError, "0 feature"),
+    ],
+)
+def test_bad_input(X, y, exc, match):
+    with pytest.raises(exc, match=match):
+        ARDClassifier().fit(X, y)
+
+
+def test_constant_features_can_be_ignored():
+    X, y = two_gene_data(14)
+    X[:, 5] = 2.0
+    with pytest.raises(DataError, match=r"1 constant feature\(s\) \(e.g. 'x5'\)"):
+        ARDClassifier().fit(X, y)
+    clf = ARDClassifier(constant_features="ignore").fit(X, y)
+    assert not clf.get_support()[5]
+    assert clf.ranked_features()["feature"].iloc[-1] == "x5"
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [({"criterion": "aic"}, "criterion"), ({"init": "all"}, "init"),
+     ({"constant_features": "drop"}, "constant_features"), ({"loo_prob_scale": 0}, "loo_prob")],
+)
+def test_bad_parameters(params, match):
+    X, y = two_gene_data()
+    with pytest.raises(ValueError, match=match):
+        ARDClassifier(**params).fit(X, y)
