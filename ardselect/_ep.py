@@ -84,7 +84,7 @@ class LatentPosterior:
         Pt = self.Pt
         if self.route == "weight":
             Bw = Pt.T @ (tau[:, None] * Pt)  # (d, d)
-            Bw[np.diag_indices_from(Bw)] += 1.0
+            Bw.flat[:: d + 1] += 1.0
             self.L = safe_cholesky(Bw)
             self.mean_t = chol_solve(self.L, Pt.T @ nu)  # (d,) = A^1/2 mean
             V = tri_solve(self.L, Pt.T)  # (d, n)
@@ -94,7 +94,7 @@ class LatentPosterior:
             s = np.sqrt(tau)  # (n,)
             K = prior.K  # (n, n) prior covariance of the latents
             Bs = (s[:, None] * K) * s[None, :]
-            Bs[np.diag_indices_from(Bs)] += 1.0
+            Bs.flat[:: n + 1] += 1.0
             self.L = safe_cholesky(Bs)
             self.s = s
             V = tri_solve(self.L, s[:, None] * K)  # (n, n)

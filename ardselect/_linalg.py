@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-from scipy.linalg import cho_solve, cholesky, solve_triangular
+from scipy.linalg import lapack
 
 __all__ = ["JITTER", "safe_cholesky", "chol_solve", "chol_logdet", "tri_solve"]
 
@@ -27,16 +27,16 @@ def safe_cholesky(A: np.ndarray) -> np.ndarray:
     if not np.all(np.isfinite(A)):
         # LAPACK may "succeed" on NaN input and return NaN: never let that through silently.
         raise np.linalg.LinAlgError("matrix to factor contains NaN or infinite values")
-    try:
-        return cholesky(A, lower=True, check_finite=False)
-    except np.linalg.LinAlgError:
-        pass
+    # Direct LAPACK calls: these matrices are small and factored thousands of times along a path,
+    # where the checking wrappers of scipy.linalg cost more than the arithmetic.
+    L, info = lapack.dpotrf(A, lower=1, clean=1)
+    if info == 0:
+        return L
     scale = float(np.mean(np.abs(np.diag(A)))) or 1.0
     jitter = JITTER * scale
     for _ in range(MAX_TRIES):
-        try:
-            L = cholesky(A + jitter * np.eye(A.shape[0]), lower=True, check_finite=False)
-        except np.linalg.LinAlgError:
+        L, info = lapack.dpotrf(A + jitter * np.eye(A.shape[0]), lower=1, clean=1)
+        if info != 0:
             jitter *= 10.0
             continue
         logger.debug("Cholesky needed jitter %.3g (relative %.3g)", jitter, jitter / scale)
@@ -48,12 +48,18 @@ def safe_cholesky(A: np.ndarray) -> np.ndarray:
 
 def chol_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
     """Solve ``(L L^T) X = B`` given the lower factor ``L``."""
-    return cho_solve((L, True), B, check_finite=False)
+    X, info = lapack.dpotrs(L, B, lower=1)
+    if info != 0:
+        raise ValueError(f"dpotrs failed with info={info}")
+    return X
 
 
 def tri_solve(L: np.ndarray, B: np.ndarray, trans: bool = False) -> np.ndarray:
     """Solve ``L X = B`` (or ``L^T X = B`` with ``trans``) for lower-triangular ``L``."""
-    return solve_triangular(L, B, lower=True, trans=1 if trans else 0, check_finite=False)
+    X, info = lapack.dtrtrs(L, B, lower=1, trans=1 if trans else 0)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"singular triangular factor (dtrtrs info={info})")
+    return X
 
 
 def chol_logdet(L: np.ndarray) -> float:

@@ -171,12 +171,11 @@ class SequentialPath:
     * ``refresh(active, alpha, previous_state)`` -> ``(b, t, post, stats, state)``: refit the likelihood
       approximation for the new precisions, warm-started from ``previous_state``.
 
-    Each action is chosen for the current ``(b, t)``. Because the refresh moves ``(b, t)``, undoing the
-    last structural change can look profitable again; the feature last added or deleted is barred from
-    changing back until another feature is added or deleted, which rules out two-step cycles. Longer
-    cycles (and re-estimates that oscillate between two values) are possible for the same reason, so the
-    path also stops when the model's objective (``stats["log_evidence"]``) has not risen by more than
-    ``tol`` over the last ``patience`` steps.
+    Each action is chosen for the current ``(b, t)``. Because the refresh moves ``(b, t)``, an addition
+    can lower the model's own objective (``stats["log_evidence"]``): such an addition is undone and the
+    feature is not offered again on this path, which rules out add / delete cycles. A feature is not
+    re-estimated twice in a row. As a last guard, the path stops when the objective has not risen by
+    more than ``tol`` over the last ``patience`` steps.
 
     ``init`` is ``"single"`` (the one feature with the largest gain, as Tipping & Faul start), ``"relevant"``
     (every feature whose ``theta_j > 0`` on the initial virtual regression, each at its own optimal
@@ -257,32 +256,27 @@ class SequentialPath:
         b, t, post, stats, state = model.refresh(active, alpha[active], None)
         self.steps.append(Step(0, "init", -1, active, alpha[active].copy(), stats, state))
         self._log(0)
-        # Anti-cycling: the gains are exact only for the current sites, and after EP moves the sites
-        # the reverse of the last structural change can look profitable again (add j, delete j, add
-        # j, ...). The feature whose membership changed last is barred from changing back until a
-        # different feature is added or deleted.
-        barred = -1
-        last_re = -1  # a feature is not re-estimated twice in a row (its optimum can flip-flop)
+        # The gains are exact only for the current sites. After EP moves the sites, an addition that
+        # looked profitable can lower the model's own evidence, and deleting the feature again then
+        # looks profitable: a cycle. So an addition that lowers the refreshed evidence is undone (not
+        # recorded) and that feature is not offered again on this path. A feature is not re-estimated
+        # twice in a row either (its optimum can flip between two values as the sites move).
+        no_add = np.zeros(m, dtype=bool)
+        last_re = -1
+        self.n_rejected = 0
         k = 0
-        for k in range(1, self.max_steps + 1):
+        budget = self.max_steps + m  # each feature can be rejected at most once
+        while k < self.max_steps and budget > 0:
+            budget -= 1
             S, Q = score_candidates(Phi, post, b, t)
-            allowed = model.allowed.copy()
-            if barred >= 0:
-                allowed[barred] = False
-            action, gain, new_alpha = candidate_actions(S, Q, alpha, allowed, self.alpha_min)
-            if barred >= 0 and np.isfinite(alpha[barred]):
-                # An added feature may still be re-estimated, only not deleted.
-                a1, g1, n1 = candidate_actions(S[[barred]], Q[[barred]], alpha[[barred]],
-                                               np.ones(1, bool), self.alpha_min)
-                if a1[0] == REESTIMATE:
-                    action[barred], gain[barred], new_alpha[barred] = a1[0], g1[0], n1[0]
+            action, gain, new_alpha = candidate_actions(S, Q, alpha, model.allowed & ~no_add,
+                                                        self.alpha_min)
             if last_re >= 0 and action[last_re] == REESTIMATE:
                 gain[last_re] = -np.inf
             j = int(np.argmax(gain))
             if not gain[j] > self.tol:
                 self.converged = True
                 break
-            last_re = j if action[j] == REESTIMATE else -1
             old_alpha = alpha[j]
             alpha[j] = new_alpha[j]
             active = np.flatnonzero(np.isfinite(alpha))
@@ -291,9 +285,18 @@ class SequentialPath:
                 alpha[j] = old_alpha
                 self.converged = True
                 break
-            if action[j] in (ADD, DELETE):
-                barred = j
-            b, t, post, stats, state = model.refresh(active, alpha[active], state)
+            refreshed = model.refresh(active, alpha[active], state)
+            if action[j] == ADD:
+                prev = self.steps[-1].stats.get("log_evidence")
+                new = refreshed[3].get("log_evidence")
+                if prev is not None and new < prev - 1e-9 * (1.0 + abs(prev)):
+                    alpha[j] = old_alpha
+                    no_add[j] = True
+                    self.n_rejected += 1
+                    continue
+            last_re = j if action[j] == REESTIMATE else -1
+            k += 1
+            b, t, post, stats, state = refreshed
             self.steps.append(
                 Step(k, ACTION_NAMES[int(action[j])], j, active, alpha[active].copy(), stats, state)
             )
