@@ -194,7 +194,7 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
     damping : float, default=1.0
         Largest fraction of the full EP step taken per parallel sweep. The step halves automatically
         when successive sweeps oscillate and grows back to ``damping`` when they agree.
-    ep_tol : float, default=1e-6
+    ep_tol : float, default=1e-5
         EP convergence tolerance along the path (the chosen model is refined to 1e-9).
     ep_max_iter : int, default=200
         Maximum EP sweeps per path step.
@@ -275,7 +275,7 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
     def __init__(self, criterion="loo", *, kernel="features", gamma="scale", degree=3, coef0=1.0,
                  fit_intercept=True, init="auto", max_init=100, max_steps=2000, tol=1e-5,
                  alpha_min=1e-2, patience=20,
-                 loo_prob_scale=50.0, damping=1.0, ep_tol=1e-6, ep_max_iter=200,
+                 loo_prob_scale=50.0, damping=1.0, ep_tol=1e-5, ep_max_iter=200,
                  constant_features="raise", random_state=None):
         self.criterion = criterion
         self.kernel = kernel

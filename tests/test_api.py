@@ -1,0 +1,35 @@
+"""The public namespace: everything in __all__ imports, estimators follow the conventions."""
+
+import inspect
+
+import pytest
+
+import ardselect
+
+
+@pytest.mark.parametrize("name", ardselect.__all__)
+def test_every_public_name_imports(name):
+    assert getattr(ardselect, name) is not None
+
+
+def test_unknown_attribute_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        ardselect.nope  # noqa: B018
+
+
+def test_exceptions_subclass_the_matching_builtins():
+    assert issubclass(ardselect.DataError, ValueError)
+    assert issubclass(ardselect.LabelError, ValueError)
+    assert issubclass(ardselect.MissingFileError, FileNotFoundError)
+    for name in ("DataError", "LabelError", "FileFormatError", "MissingFileError", "ModelError"):
+        assert issubclass(getattr(ardselect, name), ardselect.ArdselectError)
+
+
+def test_anndata_functions_follow_the_signature_rules():
+    # STYLE.md sec. 2: adata first, at most two more positional arguments, then keyword-only.
+    fn = ardselect.rank_genes
+    params = list(inspect.signature(fn).parameters.values())
+    assert params[0].name == "adata"
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    assert len(positional) <= 3
+    assert "key_added" in inspect.signature(fn).parameters
