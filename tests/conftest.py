@@ -1,0 +1,80 @@
+"""Shared fixtures: small synthetic expression data (fast fits) and the location of ../shared/data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """``../shared/data`` beside the repository; tests using it skip when it is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared datasets not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+def make_expression(
+    n_samples: int = 36, n_genes: int = 24, *, n_classes: int = 2, seed: int = 0, counts: bool = True
+) -> pd.DataFrame:
+    """Samples x genes table with ``sample``/``label`` first: gene ``G{k}`` marks class k.
+
+    ``counts=True`` gives positive intensity-like values (so ``--log auto`` picks log2).
+    """
+    rng = np.random.default_rng(seed)
+    labels = np.array([f"class{k}" for k in range(n_classes)])[np.arange(n_samples) % n_classes]
+    if n_classes == 2:
+        labels = np.where(labels == "class0", "ctrl", "case")
+    X = rng.normal(size=(n_samples, n_genes))
+    for k, name in enumerate(np.unique(labels)):
+        X[labels == name, k] += 2.5
+    if counts:
+        X = np.round(np.exp(X + 5.0), 2)
+    df = pd.DataFrame(X, columns=[f"G{j}" for j in range(n_genes)])
+    df.insert(0, "label", labels)
+    df.insert(0, "sample", [f"s{i:02d}" for i in range(n_samples)])
+    return df
+
+
+def make_adata(df: pd.DataFrame):
+    """AnnData from :func:`make_expression` output (labels in ``obs["label"]``)."""
+    import anndata as ad
+
+    obs = pd.DataFrame({"label": df["label"].to_numpy()}, index=df["sample"].astype(str).to_numpy())
+    genes = [c for c in df.columns if c not in ("sample", "label")]
+    var = pd.DataFrame({"symbol": [f"SYM{g[1:]}" for g in genes]}, index=genes)
+    return ad.AnnData(df[genes].to_numpy(dtype=np.float64), obs=obs, var=var)
+
+
+@pytest.fixture(scope="session")
+def expression():
+    """Factory fixture: ``expression(n_samples=..., n_genes=..., n_classes=..., seed=...)``."""
+    return make_expression
+
+
+@pytest.fixture(scope="session")
+def adata_factory():
+    """Factory fixture: ``adata_factory(**kwargs)`` -> AnnData built from :func:`make_expression`."""
+
+    def build(**kwargs):
+        return make_adata(make_expression(**kwargs))
+
+    return build
+
+
+@pytest.fixture(params=[0])
+def seed(request) -> int:
+    """The seed of a test's own generator (the slow sweep in test_seeds.py runs 0..99)."""
+    return request.param
+
+
+@pytest.fixture
+def rng(seed) -> np.random.Generator:
+    """A generator owned by one test."""
+    return np.random.default_rng(seed)
