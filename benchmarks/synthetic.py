@@ -73,6 +73,10 @@ def main(argv=None):
         e = 100 * df[f"{crit}_error"]
         print(f"| {crit} | {e.mean():.2f} +- {se(e):.2f} | {df[f'{crit}_features'].mean():.1f} | "
               f"{df[f'{crit}_true'].mean():.1f} |")
+    for crit in ("loo", "loo-prob"):
+        d = 100 * (df[f"{crit}_error"] - df["evidence_error"])
+        print(f"paired difference {crit} - evidence: {d.mean():+.2f} +- {se(d):.2f} points "
+              f"({int((d < 0).sum())} of {n} repetitions better, {int((d > 0).sum())} worse)")
     print(f"\nmean fit {df.seconds.mean():.3f} s; {wall:.1f} s wall on {args.jobs} worker(s)")
 
 
