@@ -1,0 +1,551 @@
+"""AnnData front end: rank genes for a phenotype in ``obs`` and store the results in the object.
+
+The core (:func:`_rank_core`) takes arrays and returns plain tables; :func:`rank_genes` reads them
+out of and writes them into an AnnData, scanpy style.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from ._version import __version__
+from .exceptions import DataError, LabelError
+from .io import PortableModel, Preprocessor, check_unique_names
+
+__all__ = ["rank_genes"]
+
+#: var columns searched, in order, for gene symbols or descriptions when ``symbol_key`` is not given.
+SYMBOL_KEYS = (
+    "symbol",
+    "symbols",
+    "gene_symbol",
+    "gene_symbols",
+    "gene_name",
+    "gene_names",
+    "feature_name",
+    "description",
+    "Description",
+)
+
+_RANKED_COLUMNS = (
+    "class",
+    "rank",
+    "gene",
+    "description",
+    "selected",
+    "relevance",
+    "mean",
+    "sd",
+    "alpha",
+    "entered_step",
+)
+_PATH_COLUMNS = (
+    "class",
+    "step",
+    "action",
+    "gene",
+    "n_features",
+    "log_evidence",
+    "loo_error",
+    "loo_prob_error",
+    "chosen",
+)
+
+
+@dataclass
+class RankResult:
+    """What :func:`_rank_core` returns: tables with original class labels and gene names."""
+
+    classes: list  # original labels, in the estimator's class order
+    positive: object  # positive class (binary), or None
+    ranked: pd.DataFrame  # _RANKED_COLUMNS, every gene (per problem), rank order
+    path: pd.DataFrame  # _PATH_COLUMNS
+    chosen_step: dict  # problem class label -> chosen step
+    preprocessor: Preprocessor
+    estimator: object
+    model: PortableModel
+    dropped: np.ndarray  # names of the constant genes dropped
+
+
+@contextlib.contextmanager
+def _relabel_progress(mapping: Mapping[str, str]):
+    """Rewrite ``class_label`` on ``ardselect.path`` progress records to the original class names."""
+    log = logging.getLogger("ardselect.path")
+
+    def relabel(record):
+        label = getattr(record, "class_label", None)
+        if label is not None and str(label) in mapping:
+            record.class_label = mapping[str(label)]
+        return True
+
+    log.addFilter(relabel)
+    try:
+        yield
+    finally:
+        log.removeFilter(relabel)
+
+
+def _encode_labels(labels: np.ndarray, positive):
+    """Integer codes for the estimator and the original labels they stand for.
+
+    Binary: code 1 is the positive class (``positive``, or the second label in sorted order).
+    More than two classes with ``positive``: ``positive`` vs the rest (labelled ``"rest"``).
+    More than two classes without: codes index the sorted labels (one-vs-rest inside the estimator).
+    """
+    uniq = np.unique(labels)
+    if uniq.size < 2:
+        msg = f"the labels have a single class ({uniq[0]!r}); at least two classes are needed"
+        raise LabelError(msg)
+    if positive is not None:
+        positive = str(positive)
+        if positive not in set(uniq):
+            msg = f"positive class {positive!r} is not a label; labels: {', '.join(uniq)}"
+            raise LabelError(msg)
+        if uniq.size == 2:
+            negative = str(uniq[uniq != positive][0])
+        else:
+            negative = "rest"
+        classes = [negative, positive]
+        codes = (labels == positive).astype(np.intp)
+        return classes, codes, positive
+    if uniq.size == 2:
+        classes = [str(uniq[0]), str(uniq[1])]
+        return classes, (labels == uniq[1]).astype(np.intp), classes[1]
+    codes = np.searchsorted(uniq, labels).astype(np.intp)
+    return [str(c) for c in uniq], codes, None
+
+
+def _rank_core(
+    X,
+    labels,
+    gene_names,
+    *,
+    descriptions=None,
+    positive=None,
+    criterion: str = "loo",
+    log: str = "auto",
+    pseudocount: float | None = None,
+    floor: float | None = None,
+    cap: float | None = None,
+    standardize: bool = True,
+    max_steps: int | None = None,
+    random_state=None,
+    estimator_params: Mapping | None = None,
+    model_extra: Mapping | None = None,
+) -> RankResult:
+    """Preprocess, fit the ARD classifier and tabulate its results (arrays in, tables out)."""
+    from ._classifier import ARDClassifier
+
+    labels = pd.Series(labels)
+    if labels.isna().any():
+        msg = (
+            f"{int(labels.isna().sum())} sample(s) have no label; drop them "
+            "(e.g. adata[adata.obs[key].notna()]) before ranking"
+        )
+        raise LabelError(msg)
+    labels = labels.astype(str).to_numpy()
+    gene_names = np.asarray([str(g) for g in gene_names], dtype=object)
+    if X.shape[1] != gene_names.shape[0]:
+        msg = f"{gene_names.shape[0]} gene names for {X.shape[1]} columns"
+        raise DataError(msg)
+    if labels.shape[0] != X.shape[0]:
+        msg = f"{labels.shape[0]} labels for {X.shape[0]} samples; they must match one to one"
+        raise LabelError(msg)
+    check_unique_names(gene_names, "gene")
+    if descriptions is None:
+        descriptions = np.full(gene_names.shape[0], "", dtype=object)
+    descriptions = np.asarray(
+        ["" if pd.isna(d) else str(d) for d in descriptions], dtype=object
+    )
+    classes, codes, positive = _encode_labels(labels, positive)
+
+    pre = Preprocessor(
+        log, pseudocount=pseudocount, floor=floor, cap=cap, standardize=standardize
+    ).fit(X, feature_names=gene_names)
+    Z = pre.transform(X)
+    kept = np.flatnonzero(pre.keep_)
+    kept_names = gene_names[kept]
+
+    params = dict(estimator_params or {})
+    if max_steps is not None:
+        params["max_steps"] = int(max_steps)
+    est = ARDClassifier(criterion=criterion, random_state=random_state, **params)
+    code_to_label = {str(i): str(c) for i, c in enumerate(classes)}
+    with _relabel_progress(code_to_label), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(Z, codes)
+    for w in caught:
+        # The estimator names classes by their integer codes; name them by their labels.
+        text = str(w.message)
+        for code in est.classes_:
+            text = text.replace(repr(code), repr(classes[int(code)]))
+        warnings.warn_explicit(text, w.category, w.filename, w.lineno)
+    est_classes = [classes[int(c)] for c in est.classes_]
+    label_of = {c: classes[int(c)] for c in est.classes_}
+    label_of.update({str(c): classes[int(c)] for c in est.classes_})
+
+    # Estimator column name -> kept gene index.
+    est_names = getattr(est, "feature_names_in_", None)
+    if est_names is None:
+        est_names = [f"x{i}" for i in range(Z.shape[1])]
+    column = {str(n): i for i, n in enumerate(est_names)}
+
+    ranked = est.ranked_features().copy()
+    ranked["class"] = [label_of[c] for c in ranked["class"]]
+    cols = np.array([column[str(f)] for f in ranked["feature"]])
+    ranked["gene"] = kept_names[cols]
+    ranked["description"] = descriptions[kept[cols]]
+    if "relevance" not in ranked.columns:
+        ranked["relevance"] = np.where(ranked["selected"], 1.0 / ranked["alpha"], 0.0)
+    ranked["entered_step"] = ranked["entered_step"].astype("Int64")
+    dropped = gene_names[~pre.keep_]
+    if dropped.size:
+        extra = []
+        for cls, block in ranked.groupby("class", sort=False):
+            n = len(block)
+            extra.append(
+                pd.DataFrame(
+                    {
+                        "class": cls,
+                        "rank": np.arange(n + 1, n + 1 + dropped.size),
+                        "gene": dropped,
+                        "description": descriptions[~pre.keep_],
+                        "selected": False,
+                        "relevance": 0.0,
+                        "mean": 0.0,
+                        "sd": 0.0,
+                        "alpha": np.inf,
+                        "entered_step": pd.array([pd.NA] * dropped.size, dtype="Int64"),
+                    }
+                )
+            )
+        parts = []
+        for (cls, block), add in zip(ranked.groupby("class", sort=False), extra, strict=True):
+            parts.extend([block, add])
+        ranked = pd.concat(parts, ignore_index=True)
+    ranked = ranked[list(_RANKED_COLUMNS)].reset_index(drop=True)
+    ranked["rank"] = ranked["rank"].astype(np.int64)
+    ranked["selected"] = ranked["selected"].astype(bool)
+
+    path = est.path_.copy()
+    path["class"] = [label_of[c] for c in path["class"]]
+    path["gene"] = [
+        "" if (f is None or f == "" or pd.isna(f)) else
+        ("(intercept)" if str(f) not in column else str(kept_names[column[str(f)]]))
+        for f in path["feature"]
+    ]
+    chosen = est.chosen_step_
+    if not isinstance(chosen, dict):
+        chosen = {est.classes_[1]: chosen}
+    chosen_step = {label_of[c]: int(s) for c, s in chosen.items()}
+    path["chosen"] = [
+        int(s) == chosen_step.get(c, -1) for c, s in zip(path["class"], path["step"], strict=True)
+    ]
+    path = path[list(_PATH_COLUMNS)].reset_index(drop=True)
+
+    extra = {
+        "criterion": criterion,
+        "chosen_step": chosen_step,
+        "positive": positive,
+    }
+    extra.update(model_extra or {})
+    model = PortableModel.from_estimator(est, pre, kept_names, est_classes, extra=extra)
+    return RankResult(
+        classes=est_classes,
+        positive=positive,
+        ranked=ranked,
+        path=path,
+        chosen_step=chosen_step,
+        preprocessor=pre,
+        estimator=est,
+        model=model,
+        dropped=dropped,
+    )
+
+
+def _find_symbols(var: pd.DataFrame, symbol_key: str | None):
+    if symbol_key is not None:
+        if symbol_key not in var.columns:
+            avail = ", ".join(map(str, var.columns)) or "none"
+            msg = f"symbol_key {symbol_key!r} is not a var column; var columns: {avail}"
+            raise DataError(msg)
+        return symbol_key
+    for key in SYMBOL_KEYS:
+        if key in var.columns and not pd.api.types.is_numeric_dtype(var[key]):
+            return key
+    return None
+
+
+def _table_to_uns(df: pd.DataFrame) -> dict:
+    """A DataFrame as an h5ad-writable dict of columns (column order kept in ``"columns"``)."""
+    out = {"columns": np.array(list(df.columns), dtype=object)}
+    for col in df.columns:
+        s = df[col]
+        if isinstance(s.dtype, pd.Int64Dtype):
+            out[col] = s.fillna(-1).to_numpy(dtype=np.int64)  # -1 stands for <NA>
+        elif pd.api.types.is_bool_dtype(s):
+            out[col] = s.to_numpy(dtype=bool)
+        elif pd.api.types.is_numeric_dtype(s):
+            out[col] = s.to_numpy()
+        else:
+            out[col] = s.astype(str).to_numpy(dtype=object)
+    return out
+
+
+def _uns_value(value):
+    """Make a parameter value storable in ``uns`` (h5ad): None and paths become strings."""
+    if value is None:
+        return "None"
+    if isinstance(value, Mapping):
+        return {str(k): _uns_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return np.array([str(v) for v in value], dtype=object)
+    if isinstance(value, (bool, int, float, str, np.generic)):
+        return value
+    return str(value)
+
+
+def rank_genes(
+    adata,
+    groupby: str,
+    *,
+    positive: str | None = None,
+    layer: str | None = None,
+    use_raw: bool = False,
+    criterion: str = "loo",
+    log: str = "auto",
+    pseudocount: float | None = None,
+    floor: float | None = None,
+    cap: float | None = None,
+    standardize: bool = True,
+    symbol_key: str | None = None,
+    max_steps: int | None = None,
+    random_state=None,
+    estimator_params: Mapping | None = None,
+    key_added: str = "ardselect",
+    copy: bool = False,
+):
+    """Select and rank the genes that predict ``adata.obs[groupby]`` with an ARD probit classifier.
+
+    The expression matrix (``X``, a layer, or ``raw``) is preprocessed (floor/cap, log, constant
+    genes dropped, per-gene standardisation; see :class:`ardselect.io.Preprocessor`), then an
+    :class:`~ardselect.ARDClassifier` runs its add/delete path and keeps the model chosen by
+    ``criterion``. Two classes give one ranked list; more give one list per class (that class vs
+    the rest), as marker genes. Samples are observations, genes variables.
+
+    Parameters
+    ----------
+    adata : anndata.AnnData of shape (n_obs, n_vars)
+        Dense or sparse expression.
+    groupby : str
+        The ``obs`` column with the class labels (any type; compared as strings).
+    positive : str, optional
+        The positive class, whose weights are positive when it is more expressed. With two classes
+        the default is the second label in sorted order; with more, giving ``positive`` fits that
+        class against all the others (one list) instead of every class against the rest.
+    layer : str, optional
+        Use ``adata.layers[layer]`` instead of ``X``.
+    use_raw : bool, default=False
+        Use ``adata.raw.X`` (its genes must be ``adata``'s).
+    criterion : {"loo", "loo-prob", "evidence"}, default="loo"
+        Model choice on the path (see :class:`~ardselect.ARDClassifier`).
+    log : {"auto", "none", "log2", "log10", "ln"}, default="auto"
+        Log transform, ``log_b(x + pseudocount)``; ``"auto"`` takes ``log2`` for counts or raw
+        intensities (non-negative with a maximum above 100, or integers) and nothing otherwise.
+    pseudocount : float, optional
+        Added before the log: by default 0 with a positive ``floor``, else 1.
+    floor, cap : float, optional
+        Bounds applied before the log (Affymetrix MAS 4 convention: 100 and 16000).
+    standardize : bool, default=True
+        Centre and scale each gene with its mean and sd (sparse data are scaled only).
+    symbol_key : str, optional
+        ``var`` column of gene symbols or descriptions for the ranked table; by default the first
+        of ``symbol``, ``gene_symbol(s)``, ``gene_name(s)``, ``feature_name``, ``description``.
+    max_steps : int, optional
+        Largest number of path steps (the estimator's default otherwise).
+    random_state : int, optional
+        Seed passed to the estimator.
+    estimator_params : dict, optional
+        Further :class:`~ardselect.ARDClassifier` parameters (``tol``, ``loo_prob_scale``, ...).
+    key_added : str, default="ardselect"
+        Prefix of the ``var`` columns and key in ``uns``.
+    copy : bool, default=False
+        Work on and return a copy instead of writing into ``adata``.
+
+    Returns
+    -------
+    adata : anndata.AnnData or None
+        The copy if ``copy=True``, else ``None``. Writes, with ``key = key_added``:
+
+        * ``var[f"{key}_rank"]`` (int64): rank of the gene, 1 = most relevant (multi-class: its
+          best rank over the classes);
+        * ``var[f"{key}_selected"]`` (bool): in the chosen model (of any class);
+        * ``var[f"{key}_weight"]`` (float64): posterior mean weight of the standardised gene, 0
+          outside the model (multi-class: in the problem of the class where it ranks best);
+        * ``var[f"{key}_weight_sd"]`` (float64): its posterior standard deviation;
+        * multi-class only: ``var[f"{key}_class"]`` (str), the class where the gene ranks best,
+          and ``varm[f"{key}_rank"]`` (int64), ``varm[f"{key}_weight"]`` (float64),
+          ``varm[f"{key}_selected"]`` (bool), each (n_vars, n_classes) with columns in
+          ``uns[key]["classes"]`` order;
+        * ``uns[key]``: ``params`` (every argument and the ardselect version), ``classes``
+          (str array), ``positive`` (str), ``chosen_step`` (dict class -> int), ``ranked`` and
+          ``path`` (tables as dicts of columns; read them with
+          :func:`ardselect.get.ranked_genes_df` and :func:`ardselect.get.path_df`),
+          ``preprocessing`` (what was applied, including ``n_dropped`` constant genes) and
+          ``model_json`` (the portable model as JSON text; see :func:`ardselect.get.model`).
+
+    Raises
+    ------
+    LabelError
+        ``groupby`` is not an ``obs`` column (the message lists them), a single class, missing
+        labels, or an unknown ``positive``.
+    DataError
+        NaN or infinite values, duplicated gene names, every gene constant.
+
+    Examples
+    --------
+    >>> import numpy as np, anndata as ad, pandas as pd
+    >>> import ardselect
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(30, 8))
+    >>> X[:15, 2] += 3.0
+    >>> obs = pd.DataFrame({"group": ["a"] * 15 + ["b"] * 15}, index=[f"s{i}" for i in range(30)])
+    >>> adata = ad.AnnData(X, obs=obs, var=pd.DataFrame(index=[f"g{j}" for j in range(8)]))
+    >>> ardselect.rank_genes(adata, "group", positive="a")
+    >>> top = ardselect.get.ranked_genes_df(adata).iloc[0]
+    >>> top["gene"], bool(top["selected"])
+    ('g2', True)
+    >>> bool(adata.var.loc["g2", "ardselect_weight"] > 0)
+    True
+    """
+    import anndata as ad
+
+    if not isinstance(adata, ad.AnnData):
+        msg = f"adata must be an AnnData object, not {type(adata).__name__}"
+        raise TypeError(msg)
+    params = {
+        "groupby": groupby,
+        "positive": positive,
+        "layer": layer,
+        "use_raw": use_raw,
+        "criterion": criterion,
+        "log": log,
+        "pseudocount": pseudocount,
+        "floor": floor,
+        "cap": cap,
+        "standardize": standardize,
+        "symbol_key": symbol_key,
+        "max_steps": max_steps,
+        "random_state": random_state,
+        "estimator_params": dict(estimator_params or {}),
+        "key_added": key_added,
+        "version": __version__,
+    }
+    if copy:
+        adata = adata.copy()
+    if groupby not in adata.obs.columns:
+        avail = ", ".join(map(str, adata.obs.columns)) or "none"
+        msg = f"label key {groupby!r} is not an obs column; available: {avail}"
+        raise LabelError(msg)
+    if layer is not None and use_raw:
+        msg = "give either layer or use_raw, not both"
+        raise ValueError(msg)
+    if layer is not None:
+        if layer not in adata.layers:
+            avail = ", ".join(map(str, adata.layers.keys())) or "none"
+            msg = f"layer {layer!r} not found; available layers: {avail}"
+            raise DataError(msg)
+        X = adata.layers[layer]
+    elif use_raw:
+        if adata.raw is None:
+            msg = "use_raw=True but adata.raw is empty"
+            raise DataError(msg)
+        if not adata.raw.var_names.equals(adata.var_names):
+            msg = "use_raw needs adata.raw to hold the same genes as adata.var (in the same order)"
+            raise DataError(msg)
+        X = adata.raw.X
+    else:
+        X = adata.X
+    if X is None:
+        msg = "the AnnData object has no expression matrix X"
+        raise DataError(msg)
+    if not (sp.issparse(X) or isinstance(X, np.ndarray)):
+        X = X[...] if hasattr(X, "shape") else np.asarray(X)  # backed / h5py datasets
+    skey = _find_symbols(adata.var, symbol_key)
+    descriptions = adata.var[skey].to_numpy() if skey is not None else None
+
+    result = _rank_core(
+        X,
+        adata.obs[groupby].to_numpy(),
+        adata.var_names,
+        descriptions=descriptions,
+        positive=positive,
+        criterion=criterion,
+        log=log,
+        pseudocount=pseudocount,
+        floor=floor,
+        cap=cap,
+        standardize=standardize,
+        max_steps=max_steps,
+        random_state=random_state,
+        estimator_params=estimator_params,
+        model_extra={"label_key": groupby},
+    )
+    _write_results(adata, result, key_added, params, symbol_key=skey)
+    return adata if copy else None
+
+
+def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_key=None):
+    ranked = result.ranked
+    genes = adata.var_names.astype(str)
+    problems = list(dict.fromkeys(ranked["class"]))
+    multi = len(problems) > 1
+    n_vars = adata.n_vars
+    rank = np.zeros((n_vars, len(problems)), dtype=np.int64)
+    weight = np.zeros((n_vars, len(problems)))
+    sd = np.zeros((n_vars, len(problems)))
+    selected = np.zeros((n_vars, len(problems)), dtype=bool)
+    for k, cls in enumerate(problems):
+        block = ranked[ranked["class"] == cls]
+        pos = genes.get_indexer(block["gene"])
+        rank[pos, k] = block["rank"].to_numpy()
+        weight[pos, k] = block["mean"].to_numpy()
+        sd[pos, k] = block["sd"].to_numpy()
+        selected[pos, k] = block["selected"].to_numpy()
+    best = np.argmin(rank, axis=1)  # first class on ties
+    rows = np.arange(n_vars)
+    adata.var[f"{key}_rank"] = rank[rows, best]
+    adata.var[f"{key}_selected"] = selected.any(axis=1)
+    adata.var[f"{key}_weight"] = weight[rows, best]
+    adata.var[f"{key}_weight_sd"] = sd[rows, best]
+    if multi:
+        adata.var[f"{key}_class"] = np.asarray(problems, dtype=object)[best]
+        adata.varm[f"{key}_rank"] = rank
+        adata.varm[f"{key}_weight"] = weight
+        adata.varm[f"{key}_selected"] = selected
+    pre = result.preprocessor
+    adata.uns[key] = {
+        "params": _uns_value(params),
+        "classes": np.asarray(result.classes, dtype=object),
+        "problems": np.asarray(problems, dtype=object),
+        "positive": "None" if result.positive is None else str(result.positive),
+        "chosen_step": {str(k): int(v) for k, v in result.chosen_step.items()},
+        "ranked": _table_to_uns(ranked),
+        "path": _table_to_uns(result.path),
+        "preprocessing": {
+            "log": pre.log_,
+            "description": pre.describe(),
+            "n_dropped": int(pre.n_dropped_),
+            "dropped": np.asarray(result.dropped, dtype=object),
+            "symbol_key": "None" if symbol_key is None else str(symbol_key),
+        },
+        "model_json": result.model.to_json(),
+    }

@@ -1,0 +1,279 @@
+"""Plumbing shared by the commands: one-line errors, atomic outputs, warnings and progress on stderr."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import typer
+
+PROG = "ardselect"
+
+
+class UsageError(Exception):
+    """A bad combination of arguments found after parsing (exit code 2)."""
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def error_line(message: str) -> None:
+    """Write one readable error line to stderr."""
+    text = " ".join(str(message).split())  # one line, whatever the message held
+    sys.stderr.write(f"{PROG}: error: {text}\n")
+    sys.stderr.flush()
+
+
+def warn_line(message: str) -> None:
+    text = " ".join(str(message).split())
+    sys.stderr.write(f"{PROG}: warning: {text}\n")
+    sys.stderr.flush()
+
+
+def info_line(message: str, *, quiet: bool = False) -> None:
+    if not quiet:
+        sys.stderr.write(f"{message}\n")
+        sys.stderr.flush()
+
+
+@contextlib.contextmanager
+def handle_errors():
+    """Turn every expected failure into one line on stderr and an exit code, never a traceback.
+
+    Exit codes: 1 for data, file and model errors (:class:`ardselect.ArdselectError`, OS errors);
+    2 for usage errors; 130 on Ctrl-C. Library warnings (e.g. a path that hit ``max_steps``) are
+    shown as one ``warning:`` line each and do not change the exit code. Set ``ARDSELECT_DEBUG=1``
+    to get tracebacks of unexpected errors.
+    """
+    import ardselect
+
+    debug = os.environ.get("ARDSELECT_DEBUG", "") not in ("", "0")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                yield
+            finally:
+                seen = set()
+                for w in caught:
+                    text = f"{w.category.__name__}: {w.message}"
+                    if text not in seen and not issubclass(w.category, (FutureWarning,)):
+                        seen.add(text)
+                        warn_line(str(w.message))
+    except typer.Exit:
+        raise
+    except UsageError as exc:
+        error_line(str(exc))
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        error_line("interrupted; no output was written")
+        raise typer.Exit(130) from None
+    except ardselect.ArdselectError as exc:
+        error_line(str(exc))
+        raise typer.Exit(1) from None
+    except (OSError, MemoryError) as exc:
+        if debug:
+            raise
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        where = f": {exc.filename}" if isinstance(exc, OSError) and exc.filename else ""
+        error_line(f"{reason or type(exc).__name__}{where}")
+        raise typer.Exit(1) from None
+    except Exception as exc:
+        if debug:
+            raise
+        error_line(
+            f"internal error ({type(exc).__name__}: {exc}); please report it, with "
+            "ARDSELECT_DEBUG=1 set for the traceback"
+        )
+        raise typer.Exit(1) from None
+
+
+def check_input(path: Path) -> Path:
+    """The input file must exist and be a readable file (one-line errors, exit 1)."""
+    import ardselect
+
+    path = Path(path)
+    if not path.exists():
+        msg = f"file not found: {path}"
+        raise ardselect.MissingFileError(msg)
+    if path.is_dir():
+        msg = f"{path} is a directory, not a file"
+        raise ardselect.FileFormatError(msg)
+    if not os.access(path, os.R_OK):
+        msg = f"{path} is not readable"
+        raise ardselect.FileFormatError(msg)
+    return path
+
+
+def check_output(path: Path, *, overwrite: bool, kind: str = "output") -> Path:
+    """Refuse an existing output without ``--overwrite`` (usage error, exit 2)."""
+    path = Path(path)
+    if path.exists() and not overwrite:
+        msg = f"{kind} {path} already exists; use --overwrite to replace it"
+        raise UsageError(msg)
+    return path
+
+
+class Transaction:
+    """Outputs written to temporary siblings and renamed into place together at the end.
+
+    ``directory(path)`` and ``file(path)`` hand out temporary paths beside the final ones;
+    ``commit()`` renames them (an existing directory is replaced only after the new one is
+    complete). Leaving the ``with`` block by an exception (``KeyboardInterrupt`` included) deletes
+    every temporary path, so a failed or interrupted run leaves no partial output.
+    """
+
+    def __init__(self):
+        self._items: list[tuple[Path, Path, bool]] = []
+        self._mode_dir = 0o777 & ~_umask()
+        self._mode_file = 0o666 & ~_umask()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            self.cleanup()
+        return False
+
+    def directory(self, final: Path) -> Path:
+        final = Path(final)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+        os.chmod(tmp, self._mode_dir)
+        self._items.append((tmp, final, True))
+        return tmp
+
+    def file(self, final: Path) -> Path:
+        final = Path(final)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(
+            prefix=f".{final.stem}.", suffix=f".tmp{final.suffix}", dir=final.parent
+        )
+        os.close(fd)
+        os.unlink(name)  # writers create it; only the unique name is needed
+        tmp = Path(name)
+        self._items.append((tmp, final, False))
+        return tmp
+
+    def commit(self) -> None:
+        for tmp, final, is_dir in self._items:
+            if is_dir:
+                for child in tmp.rglob("*"):
+                    if child.is_file():
+                        os.chmod(child, self._mode_file)
+                if final.exists() and final.is_dir() and not final.is_symlink():
+                    old = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".old",
+                                                dir=final.parent))
+                    os.rename(final, old / "x")
+                    os.rename(tmp, final)
+                    shutil.rmtree(old, ignore_errors=True)
+                else:
+                    if final.exists() or final.is_symlink():
+                        final.unlink()
+                    os.rename(tmp, final)
+            else:
+                if tmp.exists():
+                    os.chmod(tmp, self._mode_file)
+                    os.replace(tmp, final)
+        self._items = []
+
+    def cleanup(self) -> None:
+        for tmp, _, is_dir in self._items:
+            if is_dir:
+                shutil.rmtree(tmp, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    tmp.unlink()
+        self._items = []
+
+
+class PathProgress(logging.Handler):
+    """Drive a Rich progress display on stderr from the ``ardselect.path`` DEBUG records.
+
+    Each record carries ``step``, ``max_steps`` and ``class_label``; the display shows the binary
+    problem being fitted (one per class with more than two classes) and its current step.
+    """
+
+    def __init__(self, progress, n_problems: int):
+        super().__init__(logging.DEBUG)
+        self.progress = progress
+        self.task = progress.add_task("ARD path", total=n_problems, step="")
+        self.labels: list[str] = []
+
+    def emit(self, record):
+        step = getattr(record, "step", None)
+        if step is None:
+            return
+        label = str(getattr(record, "class_label", "") or "")
+        if not self.labels or self.labels[-1] != label:
+            if self.labels:
+                self.progress.advance(self.task)
+            self.labels.append(label)
+        max_steps = getattr(record, "max_steps", None)
+        text = f"step {step}" + (f" (max {max_steps})" if max_steps else "")
+        self.progress.update(self.task, description=f"ARD path: {label}", step=text)
+
+
+@contextlib.contextmanager
+def path_progress(n_problems: int, *, quiet: bool):
+    """Show a progress display fed by the ``ardselect.path`` logger while the block runs."""
+    if quiet:
+        yield
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield
+        return
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} problems"),
+        TextColumn("{task.fields[step]}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+    log = logging.getLogger("ardselect.path")
+    handler = PathProgress(progress, n_problems)
+    old_level = log.level
+    log.setLevel(logging.DEBUG)
+    log.addHandler(handler)
+    try:
+        with progress:
+            yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(old_level)
+
+
+def task_progress(total: int, description: str, *, quiet: bool):
+    """A Rich progress bar on stderr for ``total`` tasks, or ``None`` when quiet or not a terminal."""
+    if quiet:
+        return None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        return None
+    return Progress(
+        TextColumn(description),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )

@@ -1,0 +1,225 @@
+"""ardselect.rank_genes: what it writes into AnnData, h5ad round trips, errors, portable model."""
+
+from __future__ import annotations
+
+import inspect
+
+import anndata as ad
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+import ardselect
+from ardselect import DataError, LabelError
+from ardselect._anndata import _rank_core
+
+
+@pytest.fixture(scope="module")
+def binary(adata_factory):
+    adata = adata_factory(n_samples=36, n_genes=24)
+    adata.X[:, 5] = 42.0  # a constant gene: dropped and counted
+    out = ardselect.rank_genes(adata, "label", copy=True)
+    return adata, out
+
+
+@pytest.fixture(scope="module")
+def multi(adata_factory):
+    adata = adata_factory(n_samples=36, n_genes=24, n_classes=3)
+    ardselect.rank_genes(adata, "label", key_added="markers")
+    return adata
+
+
+def test_signature_conventions():
+    params = list(inspect.signature(ardselect.rank_genes).parameters.values())
+    assert [p.name for p in params[:2]] == ["adata", "groupby"]
+    assert all(p.kind is p.KEYWORD_ONLY for p in params[2:])
+    names = {p.name for p in params}
+    assert {"layer", "key_added", "copy", "criterion"} <= names
+    assert inspect.signature(ardselect.rank_genes).parameters["key_added"].default == "ardselect"
+
+
+def test_binary_writes_var_and_uns(binary):
+    original, adata = binary
+    assert "ardselect" not in original.uns  # copy=True leaves the input alone
+    assert "ardselect_rank" not in original.var
+    var = adata.var
+    assert var["ardselect_rank"].dtype == np.int64
+    assert var["ardselect_selected"].dtype == bool
+    assert var["ardselect_weight"].dtype == np.float64
+    assert sorted(var["ardselect_rank"]) == list(range(1, 25))
+    # G0 marks "case", G1 marks "ctrl"; the positive class is "ctrl" (second in sorted order).
+    top = var.sort_values("ardselect_rank").index[:2]
+    assert set(top) == {"G0", "G1"}
+    assert var.loc["G1", "ardselect_weight"] > 0 > var.loc["G0", "ardselect_weight"]
+    assert not var.loc["G5", "ardselect_selected"]
+    assert var.loc["G5", "ardselect_rank"] == 24  # the dropped constant gene ranks last
+    uns = adata.uns["ardselect"]
+    assert list(uns["classes"]) == ["case", "ctrl"]
+    assert uns["positive"] == "ctrl"
+    assert uns["params"]["version"] == ardselect.__version__
+    assert uns["params"]["groupby"] == "label"
+    assert uns["preprocessing"]["n_dropped"] == 1
+    assert list(uns["preprocessing"]["dropped"]) == ["G5"]
+    assert uns["preprocessing"]["log"] == "log2"
+    assert set(uns["chosen_step"]) == {"ctrl"}
+
+
+def test_binary_tables(binary):
+    _, adata = binary
+    ranked = ardselect.get.ranked_genes_df(adata)
+    assert list(ranked.columns) == [
+        "class", "rank", "gene", "description", "selected", "relevance", "mean", "sd", "alpha",
+        "entered_step",
+    ]
+    assert len(ranked) == 24
+    assert ranked["rank"].tolist() == list(range(1, 25))
+    assert ranked.loc[ranked["gene"] == "G1", "description"].item() == "SYM1"
+    sel = ranked[ranked["selected"]]
+    assert np.isfinite(sel["alpha"]).all()
+    assert np.isinf(ranked.loc[~ranked["selected"], "alpha"]).all()
+    assert sel["entered_step"].notna().all()
+    path = ardselect.get.path_df(adata)
+    assert list(path.columns) == [
+        "class", "step", "action", "gene", "n_features", "log_evidence", "loo_error",
+        "loo_prob_error", "chosen",
+    ]
+    assert path["chosen"].sum() == 1
+    assert path.loc[path["chosen"], "step"].item() == adata.uns["ardselect"]["chosen_step"]["ctrl"]
+    assert set(path["action"]) <= {"init", "add", "delete", "reestimate"}
+    assert path.loc[path["chosen"], "n_features"].item() == sel.shape[0]
+
+
+def test_h5ad_round_trip(binary, tmp_path):
+    _, adata = binary
+    path = tmp_path / "r.h5ad"
+    adata.write_h5ad(path)
+    back = ad.read_h5ad(path)
+    pd.testing.assert_frame_equal(
+        ardselect.get.ranked_genes_df(back), ardselect.get.ranked_genes_df(adata)
+    )
+    pd.testing.assert_frame_equal(ardselect.get.path_df(back), ardselect.get.path_df(adata))
+    np.testing.assert_array_equal(
+        ardselect.get.model(back).predict_proba(back), ardselect.get.model(adata).predict_proba(adata)
+    )
+    pd.testing.assert_frame_equal(back.var, adata.var)
+
+
+def test_multiclass(multi, tmp_path):
+    adata = multi
+    uns = adata.uns["markers"]
+    assert list(uns["classes"]) == ["class0", "class1", "class2"]
+    assert adata.varm["markers_rank"].shape == (24, 3)
+    assert adata.varm["markers_selected"].dtype == bool
+    ranked = ardselect.get.ranked_genes_df(adata, "markers")
+    assert len(ranked) == 72
+    for k in range(3):
+        block = ardselect.get.ranked_genes_df(adata, "markers", group=f"class{k}")
+        assert block["gene"].iloc[0] == f"G{k}"  # each class's marker gene ranks first
+        assert block["mean"].iloc[0] > 0
+    assert list(adata.var.loc[["G0", "G1", "G2"], "markers_class"]) == ["class0", "class1", "class2"]
+    assert adata.var["markers_selected"].to_numpy().tolist() == adata.varm["markers_selected"].any(
+        axis=1
+    ).tolist()
+    sets = ardselect.get.gene_sets(adata, "markers")
+    assert list(sets) == ["class0_vs_rest", "class1_vs_rest", "class2_vs_rest"]
+    proba = ardselect.get.model(adata, "markers").predict_proba(adata)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    adata.write_h5ad(tmp_path / "m.h5ad")  # class names and tables are h5ad-writable
+    back = ad.read_h5ad(tmp_path / "m.h5ad")
+    np.testing.assert_array_equal(back.varm["markers_rank"], adata.varm["markers_rank"])
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_portable_model_matches_estimator_on_held_out(n_classes, expression):
+    df = expression(n_samples=48, n_genes=20, n_classes=n_classes, seed=5)
+    genes = [c for c in df.columns if c.startswith("G")]
+    train, test = df.iloc[:36], df.iloc[36:]
+    res = _rank_core(train[genes].to_numpy(), train["label"].to_numpy(), genes)
+    expected = res.estimator.predict_proba(res.preprocessor.transform(test[genes].to_numpy()))
+    # The portable model needs only its own genes, in any order, among others.
+    shuffled = test[genes[::-1]].assign(extra=1.0)
+    got = res.model.predict_proba(shuffled)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-10)
+    back = ardselect.io.PortableModel(__import__("json").loads(res.model.to_json()))
+    np.testing.assert_allclose(back.predict_proba(shuffled), expected, rtol=0, atol=1e-10)
+
+
+def test_positive_versus_rest(adata_factory):
+    adata = adata_factory(n_samples=36, n_genes=12, n_classes=3, seed=2)
+    ardselect.rank_genes(adata, "label", positive="class2")
+    uns = adata.uns["ardselect"]
+    assert list(uns["classes"]) == ["rest", "class2"]
+    assert "ardselect_class" not in adata.var
+    assert adata.var.sort_values("ardselect_rank").index[0] == "G2"
+    assert list(ardselect.get.gene_sets(adata)) == ["class2_vs_rest"]
+
+
+def test_sparse_layer_and_symbol_key(adata_factory):
+    adata = adata_factory(n_samples=36, n_genes=16, seed=3)
+    counts = np.round(adata.X / 10.0)
+    counts[counts < 5] = 0  # sparse counts
+    adata.layers["counts"] = sp.csr_matrix(counts)
+    adata.var["name"] = [f"N{i}" for i in range(16)]
+    ardselect.rank_genes(adata, "label", layer="counts", symbol_key="name")
+    ranked = ardselect.get.ranked_genes_df(adata)
+    assert ranked["description"].str.startswith("N").all()
+    assert "scaled per gene" in adata.uns["ardselect"]["preprocessing"]["description"]
+
+
+# ------------------------------------------------------------------------------ errors
+
+
+@pytest.fixture
+def small(adata_factory):
+    return adata_factory(n_samples=12, n_genes=6)
+
+
+def test_missing_groupby_lists_columns(small):
+    small.obs["batch"] = "x"
+    with pytest.raises(LabelError, match="'cell_type' is not an obs column; available: label, batch"):
+        ardselect.rank_genes(small, "cell_type")
+
+
+def test_single_class(small):
+    small.obs["label"] = "ctrl"
+    with pytest.raises(LabelError, match="single class"):
+        ardselect.rank_genes(small, "label")
+
+
+def test_missing_labels(small):
+    small.obs["label"] = small.obs["label"].astype(object)
+    small.obs.iloc[0, 0] = None
+    with pytest.raises(LabelError, match="1 sample\\(s\\) have no label"):
+        ardselect.rank_genes(small, "label")
+
+
+def test_nan_in_matrix(small):
+    small.X[2, 3] = np.nan
+    with pytest.raises(DataError, match="NaN"):
+        ardselect.rank_genes(small, "label")
+
+
+def test_duplicated_gene_names(small):
+    small.var_names = ["a", "b", "a", "c", "d", "b"]
+    with pytest.raises(DataError, match=r"2 duplicated gene name\(s\) \(a, b\)"):
+        ardselect.rank_genes(small, "label")
+
+
+def test_unknown_positive(small):
+    with pytest.raises(LabelError, match="positive class 'AML' is not a label; labels: case, ctrl"):
+        ardselect.rank_genes(small, "label", positive="AML")
+
+
+def test_layer_errors(small):
+    with pytest.raises(DataError, match="layer 'counts' not found"):
+        ardselect.rank_genes(small, "label", layer="counts")
+    with pytest.raises(ValueError, match="either layer or use_raw"):
+        ardselect.rank_genes(small, "label", layer="counts", use_raw=True)
+    with pytest.raises(DataError, match="adata.raw is empty"):
+        ardselect.rank_genes(small, "label", use_raw=True)
+
+
+def test_not_anndata():
+    with pytest.raises(TypeError, match="must be an AnnData"):
+        ardselect.rank_genes(np.zeros((3, 3)), "label")

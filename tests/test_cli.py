@@ -1,0 +1,490 @@
+"""The ardselect command line: outputs, determinism, every bad-input case, atomicity."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import anndata as ad
+import numpy as np
+import pandas as pd
+import pytest
+from ardselect_cli import main as cli
+from typer.testing import CliRunner
+
+import ardselect
+from ardselect._anndata import _rank_core
+
+runner = CliRunner()
+FILES = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "model.json")
+
+
+def run(*args):
+    return runner.invoke(cli.app, [str(a) for a in args], catch_exceptions=False)
+
+
+def assert_one_line_error(result, code, pattern):
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    errors = [ln for ln in lines if ln.startswith("ardselect: error: ")]
+    assert len(errors) == 1, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    import re
+
+    assert re.search(pattern, errors[0]), errors[0]
+
+
+def no_temporaries(folder: Path):
+    return [p.name for p in folder.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory, expression):
+    """A folder with binary (train/test) and multi-class tables."""
+    d = tmp_path_factory.mktemp("data")
+    df = expression(n_samples=48, n_genes=20, seed=11)
+    df.iloc[:36].to_csv(d / "train.csv", index=False)
+    df.iloc[36:].to_csv(d / "test.csv", index=False)
+    df.to_csv(d / "all.csv", index=False)
+    expression(n_samples=36, n_genes=15, n_classes=3, seed=12).to_csv(
+        d / "multi.tsv", sep="\t", index=False
+    )
+    return d
+
+
+@pytest.fixture(scope="module")
+def fitted(data, tmp_path_factory):
+    work = tmp_path_factory.mktemp("fit")
+    out = work / "res"
+    result = run("fit", data / "train.csv", "--out", out, "--seed", 3,
+                 "--write-h5ad", work / "res.h5ad")
+    return result, out, work
+
+
+# ------------------------------------------------------------------------------ basics
+
+
+def _console_script():
+    script = Path(sys.executable).parent / "ardselect"
+    if script.exists():
+        return str(script)
+    return shutil.which("ardselect")
+
+
+def test_help_subprocess():
+    script = _console_script()
+    if script is None:
+        pytest.skip("the ardselect console script is not installed (pip install -e .)")
+    proc = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    for command in ("fit", "predict", "evaluate", "example"):
+        assert command in proc.stdout
+    assert proc.stderr == ""
+
+
+def test_version():
+    result = run("--version")
+    assert result.exit_code == 0
+    assert result.stdout.strip() == f"ardselect {ardselect.__version__}"
+
+
+def test_cli_constants_match_library():
+    assert cli.LOG_CHOICES == ardselect.io.LOG_CHOICES
+    assert cli.EXAMPLES == ardselect.datasets.EXAMPLES
+    assert tuple(c.value for c in cli.Criterion) == ardselect.CRITERIA
+
+
+def test_fit_help_documents_defaults():
+    result = run("fit", "--help")
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.split())
+    for option in ("--label-key", "--criterion", "--positive", "--layer", "--out", "--seed",
+                   "--overwrite", "--quiet", "--log", "--floor", "--cap", "--standardize",
+                   "--write-h5ad", "--genes-in-rows", "--labels"):
+        assert option in text
+    assert "16000" in text and "[default: auto]" in text
+
+
+# ------------------------------------------------------------------------------ fit outputs
+
+
+def test_fit_outputs(fitted):
+    result, out, work = fitted
+    assert result.exit_code == 0, result.stderr
+    assert sorted(p.name for p in out.iterdir()) == sorted(FILES)
+    assert no_temporaries(work)
+    genes = pd.read_csv(out / "genes.tsv", sep="\t", keep_default_na=False)
+    assert list(genes.columns) == [
+        "rank", "gene", "description", "selected", "relevance", "mean", "sd", "alpha",
+        "entered_step",
+    ]
+    assert len(genes) == 20 and genes["rank"].tolist() == list(range(1, 21))
+    assert genes["selected"].dtype == bool  # written as true/false
+    assert "\ttrue\t" in (out / "genes.tsv").read_text()
+    assert set(genes["gene"][:2]) == {"G0", "G1"}
+    gmt = (out / "genes.gmt").read_text().splitlines()
+    assert len(gmt) == 1
+    fields = gmt[0].split("\t")
+    assert fields[0] == "ctrl_vs_case"
+    assert fields[2:] == genes.loc[genes["selected"], "gene"].tolist()
+    path = pd.read_csv(out / "path.tsv", sep="\t", keep_default_na=False)
+    assert path["chosen"].sum() == 1
+    assert (out / "path.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    model = json.loads((out / "model.json").read_text())
+    assert model["format"] == "ardselect-model"
+    assert model["classes"] == ["case", "ctrl"]
+    assert model["versions"]["ardselect"] == ardselect.__version__
+    assert model["preprocessing"]["log"] == "log2"
+    assert model["criterion"] == "loo" and model["label_key"] == "label"
+    assert "selected by loo" in result.stdout
+    assert "log2(x + 1) (auto" in result.stdout
+
+
+def test_fit_write_h5ad(fitted):
+    _, _, work = fitted
+    adata = ad.read_h5ad(work / "res.h5ad")
+    for col in ("ardselect_rank", "ardselect_selected", "ardselect_weight"):
+        assert col in adata.var.columns
+    assert adata.uns["ardselect"]["params"]["random_state"] == 3
+    assert len(ardselect.get.path_df(adata)) > 1
+    assert "label" in adata.obs
+
+
+def test_fit_deterministic(fitted, data, tmp_path):
+    _, out, _ = fitted
+    again = tmp_path / "again"
+    result = run("fit", data / "train.csv", "--out", again, "--seed", 3, "--quiet")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ""
+    for name in FILES:
+        assert (again / name).read_bytes() == (out / name).read_bytes(), name
+
+
+def test_predict_held_out_matches_estimator(fitted, data, tmp_path):
+    _, out, _ = fitted
+    pred = tmp_path / "pred.tsv"
+    result = run("predict", out / "model.json", data / "test.csv", "--out", pred)
+    assert result.exit_code == 0, result.stderr
+    assert "misclassified (label)" in result.stderr
+    table = pd.read_csv(pred, sep="\t")
+    assert list(table.columns) == ["sample", "label", "predicted", "prob_case", "prob_ctrl"]
+    train = pd.read_csv(data / "train.csv")
+    test = pd.read_csv(data / "test.csv")
+    genes = [c for c in train.columns if c.startswith("G")]
+    res = _rank_core(train[genes].to_numpy(), train["label"].to_numpy(), genes, random_state=3)
+    expected = res.estimator.predict_proba(res.preprocessor.transform(test[genes].to_numpy()))
+    np.testing.assert_allclose(table[["prob_case", "prob_ctrl"]].to_numpy(), expected,
+                               rtol=0, atol=1e-10)
+    assert (table["predicted"] == np.where(expected[:, 1] > 0.5, "ctrl", "case")).all()
+
+
+def test_predict_to_stdout(fitted, data):
+    _, out, _ = fitted
+    result = run("predict", out / "model.json", data / "test.csv")
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[0] == "sample\tlabel\tpredicted\tprob_case\tprob_ctrl"
+    assert len(result.stdout.splitlines()) == 13
+
+
+def test_predict_missing_genes(fitted, data, tmp_path):
+    _, out, _ = fitted
+    model = json.loads((out / "model.json").read_text())
+    lacking = pd.read_csv(data / "test.csv").drop(columns=model["features"][:2])
+    lacking.to_csv(tmp_path / "lack.csv", index=False)
+    result = run("predict", out / "model.json", tmp_path / "lack.csv", "-o", tmp_path / "p.tsv")
+    n = len(model["features"])
+    shown = ", ".join(model["features"][:2])
+    assert_one_line_error(result, 1, rf"the data lack 2 of the model's {n} genes: {shown}")
+    assert not (tmp_path / "p.tsv").exists()
+
+
+def test_overwrite(fitted, data, tmp_path):
+    out = tmp_path / "res"
+    out.mkdir()
+    (out / "old.txt").write_text("old")
+    result = run("fit", data / "train.csv", "--out", out, "--quiet")
+    assert_one_line_error(result, 2, r"output folder .*res already exists; use --overwrite")
+    assert (out / "old.txt").exists()
+    result = run("fit", data / "train.csv", "--out", out, "--quiet", "--overwrite", "--seed", 3)
+    assert result.exit_code == 0, result.stderr
+    assert sorted(p.name for p in out.iterdir()) == sorted(FILES)
+    assert no_temporaries(tmp_path)
+    assert (out / "genes.tsv").read_bytes() == (fitted[1] / "genes.tsv").read_bytes()
+
+
+# ------------------------------------------------------------------------------ multi-class, inputs
+
+
+def test_multiclass(data, tmp_path):
+    out = tmp_path / "m"
+    result = run("fit", data / "multi.tsv", "-g", "label", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    genes = pd.read_csv(out / "genes.tsv", sep="\t", keep_default_na=False)
+    assert genes.columns[0] == "class"
+    assert len(genes) == 45
+    for k in range(3):
+        block = genes[genes["class"] == f"class{k}"]
+        assert block["gene"].iloc[0] == f"G{k}"
+    gmt = [ln.split("\t")[0] for ln in (out / "genes.gmt").read_text().splitlines()]
+    assert gmt == ["class0_vs_rest", "class1_vs_rest", "class2_vs_rest"]
+    pred = run("predict", out / "model.json", data / "multi.tsv")
+    assert pred.exit_code == 0
+    table = pd.read_csv(pd.io.common.StringIO(pred.stdout), sep="\t")
+    probs = table[["prob_class0", "prob_class1", "prob_class2"]].to_numpy()
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-9)
+    assert (table["predicted"] == table["label"]).mean() > 0.8
+
+
+def test_gct_with_cls(data, tmp_path):
+    df = pd.read_csv(data / "train.csv")
+    adata = ad.AnnData(
+        df.filter(like="G").to_numpy(),
+        obs=pd.DataFrame(index=df["sample"].to_numpy()),
+        var=pd.DataFrame({"d": [f"gene {c}" for c in df.filter(like="G").columns]},
+                         index=df.filter(like="G").columns),
+    )
+    ardselect.io.write_gct(adata, tmp_path / "x.gct", description_key="d")
+    ardselect.io.write_cls(df["label"], tmp_path / "x.cls")
+    result = run("fit", tmp_path / "x.gct", "--out", tmp_path / "noLabels")
+    assert_one_line_error(result, 2, r"label key 'label' not found in x.gct; available: none \(give"
+                                     r" labels with --labels FILE\)")
+    result = run("fit", tmp_path / "x.gct", "--labels", tmp_path / "x.cls", "--out",
+                 tmp_path / "g", "--seed", 3, "--quiet")
+    assert result.exit_code == 0, result.stderr
+    genes = pd.read_csv(tmp_path / "g" / "genes.tsv", sep="\t", keep_default_na=False)
+    assert genes["description"].str.startswith("gene G").all()
+    assert set(genes["gene"][:2]) == {"G0", "G1"}
+
+
+def test_genes_in_rows(data, tmp_path):
+    df = pd.read_csv(data / "train.csv")
+    t = df.set_index("sample").drop(columns="label").T
+    t.index.name = "gene"
+    t.to_csv(tmp_path / "t.csv")
+    df[["sample", "label"]].to_csv(tmp_path / "labels.csv", index=False)
+    result = run("fit", tmp_path / "t.csv", "--genes-in-rows", "--labels", tmp_path / "labels.csv",
+                 "-o", tmp_path / "r", "--seed", 3, "--quiet")
+    assert result.exit_code == 0, result.stderr
+
+
+def test_h5ad_sparse_layer_and_raw(adata_factory, tmp_path):
+    import scipy.sparse as sp
+
+    adata = adata_factory(n_samples=36, n_genes=12, seed=6)
+    counts = np.round(adata.X / 20.0)
+    adata.layers["counts"] = sp.csr_matrix(counts)
+    adata.raw = ad.AnnData(np.log1p(counts), var=adata.var)
+    path = tmp_path / "sc.h5ad"
+    adata.write_h5ad(path)
+    result = run("fit", path, "--layer", "counts", "-o", tmp_path / "layer", "-q")
+    assert result.exit_code == 0, result.stderr
+    model = json.loads((tmp_path / "layer" / "model.json").read_text())
+    assert model["preprocessing"]["log"] == "log2"  # integer counts: auto picks log2(x + 1)
+    pred = run("predict", tmp_path / "layer" / "model.json", path, "--layer", "counts")
+    assert pred.exit_code == 0, pred.stderr
+    assert "misclassified (label)" in pred.stderr
+    result = run("fit", path, "--use-raw", "-o", tmp_path / "raw", "-q")
+    assert result.exit_code == 0, result.stderr
+    model = json.loads((tmp_path / "raw" / "model.json").read_text())
+    assert model["preprocessing"]["log"] == "none"  # raw holds log values
+    result = run("fit", path, "--layer", "nope", "-o", tmp_path / "x")
+    assert_one_line_error(result, 1, r"layer 'nope' not found; available layers: counts")
+
+
+# ------------------------------------------------------------------------------ bad input
+
+
+def test_missing_file(tmp_path):
+    result = run("fit", tmp_path / "nope.h5ad", "-o", tmp_path / "r")
+    assert_one_line_error(result, 1, r"file not found: .*nope\.h5ad")
+    assert not (tmp_path / "r").exists()
+
+
+def test_wrong_extension(data, tmp_path):
+    fake = tmp_path / "x.h5ad"
+    shutil.copy(data / "train.csv", fake)
+    result = run("fit", fake, "-o", tmp_path / "r")
+    assert_one_line_error(result, 1, r"x\.h5ad is not an HDF5/h5ad file")
+    result = run("fit", data / "train.csv", "--layer", "counts", "-o", tmp_path / "r")
+    assert_one_line_error(result, 2, r"--layer and --use-raw apply to \.h5ad input only")
+    (tmp_path / "x.xlsx").write_text("x")
+    result = run("fit", tmp_path / "x.xlsx", "-o", tmp_path / "r")
+    assert_one_line_error(result, 1, r"cannot tell the format of x\.xlsx")
+    assert not (tmp_path / "r").exists()
+
+
+def test_corrupted_h5ad(adata_factory, tmp_path):
+    path = tmp_path / "c.h5ad"
+    adata_factory(n_samples=10, n_genes=5).write_h5ad(path)
+    blob = bytearray(path.read_bytes())
+    path.write_bytes(bytes(blob[: len(blob) // 2]))
+    result = run("fit", path, "-o", tmp_path / "r")
+    assert_one_line_error(result, 1, r"cannot read c\.h5ad as h5ad \(corrupted or truncated\?\)")
+
+
+def test_label_key_missing_lists_available(adata_factory, tmp_path):
+    adata = adata_factory(n_samples=10, n_genes=5)
+    adata.obs["batch"] = "b"
+    adata.write_h5ad(tmp_path / "a.h5ad")
+    result = run("fit", tmp_path / "a.h5ad", "-g", "cell_type", "-o", tmp_path / "r")
+    assert_one_line_error(result, 2, r"label key 'cell_type' not found in a\.h5ad; available: "
+                                     r"label, batch")
+
+
+def test_single_class(expression, tmp_path):
+    df = expression(n_samples=10, n_genes=4)
+    df["label"] = "ctrl"
+    df.to_csv(tmp_path / "one.csv", index=False)
+    result = run("fit", tmp_path / "one.csv", "-o", tmp_path / "r")
+    assert_one_line_error(result, 1, r"single class \('ctrl'\)")
+    assert not (tmp_path / "r").exists()
+
+
+def test_nan_in_matrix(expression, tmp_path):
+    df = expression(n_samples=10, n_genes=4)
+    df.loc[3, "G2"] = np.nan
+    df.to_csv(tmp_path / "nan.csv", index=False)
+    result = run("fit", tmp_path / "nan.csv", "-o", tmp_path / "r")
+    assert_one_line_error(result, 1, r"1 NaN value\(s\) \(first in column 2\)")
+
+
+def test_duplicated_genes(expression, tmp_path):
+    df = expression(n_samples=10, n_genes=4)
+    text = df.to_csv(index=False).replace("G3", "G1", 1)
+    (tmp_path / "dup.csv").write_text(text)
+    result = run("fit", tmp_path / "dup.csv", "-o", tmp_path / "r")
+    assert_one_line_error(result, 1, r"1 duplicated gene name\(s\) \(G1\)")
+
+
+def test_bad_model_file(data, tmp_path):
+    (tmp_path / "m.json").write_text("[1, 2]")
+    result = run("predict", tmp_path / "m.json", data / "test.csv")
+    assert_one_line_error(result, 1, r"m\.json is not an ardselect model")
+
+
+def test_write_h5ad_needs_extension(data, tmp_path):
+    result = run("fit", data / "train.csv", "-o", tmp_path / "r", "--write-h5ad", tmp_path / "x.csv")
+    assert_one_line_error(result, 2, r"--write-h5ad needs a \.h5ad file name")
+
+
+def test_interrupt_leaves_no_partial_output(data, tmp_path, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ardselect.io, "write_path_png", interrupted)
+    out = tmp_path / "r"
+    result = run("fit", data / "train.csv", "-o", out, "--write-h5ad", tmp_path / "r.h5ad")
+    assert_one_line_error(result, 130, "interrupted; no output was written")
+    assert list(tmp_path.iterdir()) == []
+    # With --overwrite, an interrupted run keeps the previous results intact.
+    out.mkdir()
+    (out / "keep.txt").write_text("previous")
+    result = run("fit", data / "train.csv", "-o", out, "--overwrite")
+    assert result.exit_code == 130
+    assert [p.name for p in tmp_path.iterdir()] == ["r"]
+    assert (out / "keep.txt").read_text() == "previous"
+
+
+def test_unexpected_error_is_one_line(data, tmp_path, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(ardselect.io, "write_gmt", broken)
+    monkeypatch.delenv("ARDSELECT_DEBUG", raising=False)
+    result = run("fit", data / "train.csv", "-o", tmp_path / "r")
+    assert_one_line_error(result, 1, r"internal error \(RuntimeError: boom\)")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_progress_handler_follows_the_path(adata_factory):
+    """The CLI's logging handler receives every path step, with the original class labels."""
+    import io
+    import logging
+
+    from ardselect_cli._util import PathProgress
+    from rich.console import Console
+    from rich.progress import Progress
+
+    adata = adata_factory(n_samples=30, n_genes=8, n_classes=3, seed=4)
+    progress = Progress(console=Console(file=io.StringIO(), force_terminal=True))
+    handler = PathProgress(progress, 3)
+    log = logging.getLogger("ardselect.path")
+    old = log.level
+    log.setLevel(logging.DEBUG)
+    log.addHandler(handler)
+    try:
+        with progress:
+            ardselect.rank_genes(adata, "label")
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(old)
+    assert handler.labels == ["class0", "class1", "class2"]
+    task = progress.tasks[0]
+    assert task.completed == 2 and task.fields["step"].startswith("step ")
+
+
+# ------------------------------------------------------------------------------ evaluate, example
+
+
+def test_evaluate(data, tmp_path):
+    out = tmp_path / "ev"
+    result = run("evaluate", data / "all.csv", "--splits", 3, "--train-size", 0.75, "--seed", 1,
+                 "-j", 2, "-o", out)
+    assert result.exit_code == 0, result.stderr
+    splits = pd.read_csv(out / "splits.tsv", sep="\t")
+    assert len(splits) == 9
+    assert list(splits["criterion"][:3]) == list(ardselect.CRITERIA)
+    assert (splits["n_train"] == 36).all() and (splits["n_test"] == 12).all()
+    summary = pd.read_csv(out / "summary.tsv", sep="\t")
+    assert list(summary["criterion"]) == list(ardselect.CRITERIA)
+    row = summary.iloc[0]
+    sub = splits[splits["criterion"] == "loo"]["errors"]
+    assert row["errors_mean"] == pytest.approx(sub.mean())
+    assert row["errors_se"] == pytest.approx(sub.std(ddof=1) / np.sqrt(3))
+    assert "± " in result.stdout
+
+
+def test_evaluate_bad_train_size(data):
+    result = run("evaluate", data / "all.csv", "--train-size", 100)
+    assert_one_line_error(result, 1, r"--train-size 100 must be below the number of samples \(48\)")
+
+
+@pytest.mark.parametrize("name", ["golub.h5ad", "golub.csv", "golub.gct"])
+def test_example(tmp_path, name):
+    path = tmp_path / name
+    result = run("example", "leukaemia", path)
+    assert result.exit_code == 0, result.stderr
+    labels = tmp_path / "golub.cls" if name.endswith(".gct") else None
+    adata = ardselect.io.read_data(path, label_key="label", labels=labels)
+    assert adata.shape == (72, 7129)
+    assert adata.obs["label"].value_counts().to_dict() == {"ALL": 47, "AML": 25}
+    ref = ardselect.datasets.leukaemia()
+    np.testing.assert_array_equal(np.asarray(adata.X), np.asarray(ref.X))
+    result = run("example", "leukaemia", path)
+    assert_one_line_error(result, 2, "already exists; use --overwrite")
+
+
+def test_example_default_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run("example", "leukaemia", "-q")
+    assert result.exit_code == 0
+    assert os.listdir(tmp_path) == ["golub_leukaemia.h5ad"]
+
+
+@pytest.mark.slow
+def test_golub_fit_end_to_end(tmp_path):
+    """The README's main job: the bundled leukaemia data, Dudoit preprocessing, LOO model choice."""
+    h5ad = tmp_path / "golub.h5ad"
+    assert run("example", "leukaemia", h5ad, "-q").exit_code == 0
+    result = run("fit", h5ad, "--floor", 100, "--cap", 16000, "--log", "log10", "--positive",
+                 "AML", "-o", tmp_path / "res")
+    assert result.exit_code == 0, result.stderr
+    assert "floor 100, cap 16000, log10(x), dropped" in result.stdout  # pseudocount 0 by default
+    genes = pd.read_csv(tmp_path / "res" / "genes.tsv", sep="\t", keep_default_na=False)
+    assert len(genes) == 7129
+    assert genes["description"].iloc[0] != ""
