@@ -1,0 +1,1091 @@
+"""Relevance vector machines by type-II maximum likelihood: regression and Laplace classification.
+
+Both estimators run the shared sequential add / delete / re-estimate engine
+(:class:`ardselect._sequential.SequentialPath`, Tipping & Faul 2003) on a *virtual regression*
+``N(t_i; phi_i . w, 1/b_i)``:
+
+===================  ============================  ==============================================
+model                ``b`` (per-sample precision)  ``t`` (virtual targets)
+===================  ============================  ==============================================
+Gaussian regression  ``beta = 1/sigma^2``          ``y`` (scaled to unit standard deviation)
+logistic (Laplace)   ``s_i (1 - s_i)``             IRLS working targets ``f_i + (y_i - s_i)/b_i``
+===================  ============================  ==============================================
+
+with ``s_i = sigmoid(f_i)`` and ``f = Phi w_MP`` at the posterior mode. After every action of the
+engine the model refreshes ``(b, t)``: regression re-estimates the noise (the exact 1-D maximum of
+the marginal likelihood over ``log sigma^2`` for the current precisions), classification re-runs
+IRLS (Newton with step halving, warm-started) to the new mode.
+
+Notation (Tipping 2001; Bishop, PRML sec. 7.2.3) -> code
+--------------------------------------------------------
+=====================  =====================  ===============================================
+paper                  code                   meaning
+=====================  =====================  ===============================================
+``Phi`` (N x M)        ``Phi``                basis (design) matrix, one column per function
+``alpha_i``            ``alpha``              ARD precisions of the weights
+``sigma^2``, ``beta``  ``noise``, ``beta``    noise variance and precision (regression)
+``mu``, ``Sigma``      ``post.mean``,         posterior mean / covariance of the active weights
+                       ``post.cov()``
+``B`` (7.111)          ``b``                  diagonal of ``s (1 - s)`` at the mode
+``w_MP`` (7.112)       ``w``                  Laplace mode
+``eta_k``              ``eta``                per-input scales of the ARD-RBF kernel
+=====================  =====================  ===============================================
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from scipy.special import expit, log_expit
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
+from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
+
+from ._basis import LinearBasis, make_basis
+from ._ep import LatentPosterior
+from ._sequential import SequentialPath
+from ._validation import check_binary_labels, check_design, constant_columns
+from .exceptions import DataError, LabelError
+
+__all__ = ["RVMClassifier", "RVMRegressor", "laplace_mode", "log_marginal_eta"]
+
+logger = logging.getLogger("ardselect")
+
+INTERCEPT = "(intercept)"
+_LOG_2PI = float(np.log(2.0 * np.pi))
+
+#: Smallest noise variance, relative to the variance of ``y``: an exact-fit model would
+#: otherwise drive ``sigma^2`` to 0 and the marginal likelihood to infinity.
+NOISE_FLOOR = 1e-10
+#: Largest noise variance, relative to the mean square of the scaled targets (an empty model's
+#: optimum is the mean square itself; the bound only keeps the 1-D search finite).
+NOISE_CEIL = 1e3
+#: Smallest ``s (1 - s)`` used as a site precision: it underflows to 0 for ``|f| > ~745`` in
+#: float64, and the working targets need ``b > 0`` to stay finite.
+B_FLOOR = 1e-300
+#: eta-RVR: path tolerance (nats) of the intermediate rounds, and the gain of a round below
+#: which the alternation stops (a last path then runs at the estimator's ``tol``).
+ETA_PATH_TOL = 1e-3
+ETA_ROUND_TOL = 1e-3
+
+
+# --------------------------------------------------------------------------------------------------
+# Gaussian regression: the noise re-estimate
+# --------------------------------------------------------------------------------------------------
+def _optimise_noise(P, alpha, t, noise, lo, hi, max_iter=100):
+    """Maximise ``log N(t; 0, sigma^2 I + P A^-1 P^T)`` over ``u = log sigma^2``, ``alpha`` fixed.
+
+    With the thin SVD ``P A^-1/2 = U diag(sv) V^T``, ``lam = sv^2`` and ``z = U^T t`` (computed from
+    the eigen-decomposition of the ``(d, d)`` Gram matrix when ``d <= n``, which is several times
+    faster), ``-2 L(u) = sum_i [log(e^u + lam_i) + z_i^2 / (e^u + lam_i)] + n0 u + r2 e^-u +
+    const``, where ``n0 = n - len(lam)`` and ``r2 = |t|^2 - |z|^2``. Newton on ``u`` with step
+    halving (an ascent method), from the warm start ``noise``; the result is a stationary point
+    inside ``[lo, hi]`` (or a bound). The fixed point of Tipping's ``sigma^2 = |t - Phi mu|^2 / (N -
+    sum gamma)`` is the same stationary point.
+    """
+    n = t.shape[0]
+    Pt = P / np.sqrt(alpha)  # (n, d)
+    if Pt.shape[1] <= n:
+        lam, V = np.linalg.eigh(Pt.T @ Pt)  # (d,), (d, d)
+        # Directions with lam below rounding of the Gram matrix count as null directions of P.
+        keep = lam > 1e-12 * max(float(lam[-1]), 1e-300)
+        lam, V = lam[keep], V[:, keep]
+        z2 = (V.T @ (Pt.T @ t)) ** 2 / lam  # (k,) = (U^T t)^2
+    else:
+        U, sv, _ = np.linalg.svd(Pt, full_matrices=False)
+        lam = sv * sv  # (k,)
+        z2 = (U.T @ t) ** 2  # (k,)
+    r2 = max(float(t @ t - z2.sum()), 0.0)
+    n0 = n - lam.shape[0]
+    ulo, uhi = np.log(lo), np.log(hi)
+
+    def value(u):
+        v = np.exp(u) + lam
+        return -0.5 * (np.sum(np.log(v)) + np.sum(z2 / v) + n0 * u + r2 * np.exp(-u))
+
+    u = float(np.clip(np.log(noise), ulo, uhi))
+    L = value(u)
+    for _ in range(max_iter):
+        e = np.exp(u)
+        v = e + lam
+        a = e / v  # d v_i / du / v_i
+        g = -0.5 * (np.sum(a) - np.sum(z2 * a / v) + n0 - r2 / e)
+        h = -0.5 * (np.sum(a - a * a) - np.sum(z2 * (a / v - 2.0 * a * a / v)) + r2 / e)
+        step = -g / h if h < 0 else np.sign(g)
+        step = float(np.clip(step, -2.0, 2.0))  # a trust region for the non-concave stretches
+        while True:
+            u_new = float(np.clip(u + step, ulo, uhi))
+            L_new = value(u_new)
+            if L_new >= L - 1e-12 * abs(L) or abs(step) < 1e-12:
+                break
+            step *= 0.5
+        moved = abs(u_new - u)
+        u, L = u_new, L_new
+        if moved < 1e-10:
+            break
+    return float(np.exp(u))
+
+
+def _gaussian_log_ml(post: LatentPosterior, b, t) -> float:
+    """``log N(t; 0, B^-1 + Phi A^-1 Phi^T)`` from the posterior of the virtual regression."""
+    n = t.shape[0]
+    log_det_C = post.log_det_B - float(np.sum(np.log(b)))
+    quad = float(np.sum(b * t * t) - (b * t) @ post.f_mean)
+    return -0.5 * (n * _LOG_2PI + log_det_C + quad)
+
+
+class _GaussianProblem:
+    """RVM regression as the sequential engine sees it; ``state`` is the noise variance."""
+
+    def __init__(self, design, allowed, t, noise0, *, noise_lo, noise_hi, fit_noise=True):
+        self.design = design  # (n, m) unit-RMS columns
+        self.allowed = allowed
+        self.t = t
+        self.noise0 = float(noise0)
+        self.noise_lo = noise_lo
+        self.noise_hi = noise_hi
+        self.fit_noise = fit_noise
+
+    def columns(self, active):
+        P = self.design[:, active]
+        return P.toarray() if sp.issparse(P) else np.ascontiguousarray(P)
+
+    def initial_virtual(self):
+        return np.full(self.t.shape[0], 1.0 / self.noise0), self.t
+
+    def posterior(self, active, alpha, noise):
+        b = np.full(self.t.shape[0], 1.0 / noise)
+        return b, LatentPosterior(self.columns(active), np.asarray(alpha, float), b, b * self.t)
+
+    def refresh(self, active, alpha, state):
+        noise = self.noise0 if state is None else state
+        if self.fit_noise:
+            noise = _optimise_noise(self.columns(active), alpha, self.t, noise, self.noise_lo,
+                                    self.noise_hi)
+        b, post = self.posterior(active, alpha, noise)
+        stats = {"log_evidence": _gaussian_log_ml(post, b, self.t), "noise_variance": noise}
+        return b, self.t, post, stats, noise
+
+
+# --------------------------------------------------------------------------------------------------
+# Logistic classification: the Laplace approximation (Bishop PRML eqs. 7.109-7.114)
+# --------------------------------------------------------------------------------------------------
+def _working(f, y, ysign):
+    """Site precisions ``b = s (1 - s)`` and IRLS working targets ``t = f + (y - s) / b``.
+
+    With the signed latent ``h = ysign f``, ``(y - s) / b = ysign (1 + exp(-h))``, so ``t = ysign (h
+    + 1 + exp(-h))`` needs no division; ``exp`` is capped at ``exp(700)`` (a sample misclassified by
+    a latent of 700 has ``b`` below ``B_FLOOR`` and no weight in the virtual regression anyway).
+    """
+    h = ysign * f
+    b = np.maximum(expit(h) * expit(-h), B_FLOOR)
+    t = ysign * (h + 1.0 + np.exp(np.minimum(-h, 700.0)))
+    return b, t
+
+
+def _log_posterior(f, w, alpha, ysign):
+    """Eq. 7.109 without its constant: ``sum_i log sigmoid(ysign_i f_i) - w^T A w / 2``."""
+    return float(np.sum(log_expit(ysign * f)) - 0.5 * np.sum(alpha * w * w))
+
+
+def laplace_mode(P, alpha, y, w0=None, *, tol=1e-10, max_iter=100):
+    """Laplace approximation of the logistic model with prior ``w ~ N(0, diag(1/alpha))``.
+
+    The mode of eq. 7.109 by IRLS: each Newton step is the posterior mean of the virtual regression
+    with precisions ``b = s (1 - s)`` and targets ``t = f + (y - s)/b`` (eqs. 7.110-7.111), computed
+    with ``nu = b f + (y - s)`` (no division by ``b``). Steps are halved until the log posterior
+    does not decrease, so the iteration converges from any start (the objective is strictly
+    concave).
+
+    Parameters
+    ----------
+    P : ndarray of shape (n_samples, d)
+        Basis columns of the active weights.
+    alpha : ndarray of shape (d,)
+        Their prior precisions (finite, positive).
+    y : ndarray of shape (n_samples,)
+        Labels in {0, 1}.
+    w0 : ndarray of shape (d,), default=None
+        Warm start (zeros by default).
+    tol : float, default=1e-10
+        Stop when the largest Newton step is below ``tol * (1 + max|w|)``.
+    max_iter : int, default=100
+        Maximum number of Newton steps.
+
+    Returns
+    -------
+    dict
+        ``w`` (mode, ``(d,)``), ``post`` (:class:`~ardselect._ep.LatentPosterior` at the mode: its
+        covariance is ``(Phi^T B Phi + A)^-1``, eq. 7.113), ``b`` and ``t`` (the virtual regression
+        at the mode), ``log_evidence`` (eq. 7.114: ``log p(y | w) - w^T A w / 2 - log|I + A^-1/2
+        Phi^T B Phi A^-1/2| / 2``), ``grad`` (the gradient of the log posterior at ``w``, eq.
+        7.110), ``n_iter``, ``converged``.
+    """
+    P = np.asarray(P, dtype=np.float64)
+    alpha = np.asarray(alpha, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    ysign = 2.0 * y - 1.0
+    d = P.shape[1]
+    w = np.zeros(d) if w0 is None else np.array(w0, dtype=np.float64)
+    f = P @ w
+    psi = _log_posterior(f, w, alpha, ysign)
+    converged = False
+    it = 0
+    for it in range(1, max_iter + 1):  # noqa: B007 (it is reported after the loop)
+        b, _ = _working(f, y, ysign)
+        nu = b * f + (y - expit(f))  # (n,) = b t
+        w_new = LatentPosterior(P, alpha, b, nu).mean
+        dw = w_new - w
+        step = 1.0
+        while True:
+            w_try = w + step * dw
+            f_try = P @ w_try
+            psi_try = _log_posterior(f_try, w_try, alpha, ysign)
+            if psi_try >= psi - 1e-13 * abs(psi) or step < 1e-10:
+                break
+            step *= 0.5
+        w, f, psi = w_try, f_try, psi_try
+        if np.max(np.abs(step * dw), initial=0.0) <= tol * (1.0 + np.max(np.abs(w), initial=0.0)):
+            converged = True
+            break
+    b, t = _working(f, y, ysign)
+    post = LatentPosterior(P, alpha, b, b * t)
+    grad = P.T @ (y - expit(f)) - alpha * w
+    log_ev = psi - 0.5 * post.log_det_B
+    return {"w": w, "post": post, "b": b, "t": t, "log_evidence": float(log_ev), "grad": grad,
+            "n_iter": it, "converged": converged}
+
+
+class _LaplaceProblem:
+    """Laplace logistic classification as the sequential engine sees it; ``state`` is ``w`` (m,)."""
+
+    def __init__(self, design, allowed, y, *, irls_tol, irls_max_iter):
+        self.design = design  # (n, m) unit-RMS columns, not signed
+        self.allowed = allowed
+        self.y = y  # (n,) in {0, 1}
+        self.irls_tol = irls_tol
+        self.irls_max_iter = irls_max_iter
+        self.n_irls_unconverged = 0
+
+    def columns(self, active):
+        P = self.design[:, active]
+        return P.toarray() if sp.issparse(P) else np.ascontiguousarray(P)
+
+    def initial_virtual(self):
+        # w = 0: s = 1/2, b = 1/4, t = (y - 1/2) / (1/4) = +-2.
+        n = self.y.shape[0]
+        return np.full(n, 0.25), 4.0 * (self.y - 0.5)
+
+    def mode(self, active, alpha, state):
+        w0 = None if state is None else state[active]
+        return laplace_mode(self.columns(active), alpha, self.y, w0, tol=self.irls_tol,
+                            max_iter=self.irls_max_iter)
+
+    def refresh(self, active, alpha, state):
+        lap = self.mode(active, alpha, state)
+        if not lap["converged"]:
+            self.n_irls_unconverged += 1
+        w_full = np.zeros(self.design.shape[1])
+        w_full[active] = lap["w"]
+        stats = {"log_evidence": lap["log_evidence"], "irls_iter": lap["n_iter"]}
+        return lap["b"], lap["t"], lap["post"], stats, w_full
+
+
+# --------------------------------------------------------------------------------------------------
+# eta-RVR: the RBF kernel with one input scale per dimension
+# --------------------------------------------------------------------------------------------------
+class _ARDRBFBasis:
+    """``phi_m(x) = exp(-sum_k eta_k (x_k - x_mk)^2)``, one function per training point."""
+
+    kind = "ard-rbf"
+
+    def __init__(self, eta):
+        self.eta = np.asarray(eta, dtype=np.float64)
+
+    def fit(self, X):
+        self.centres_ = X
+        self.n_functions_ = X.shape[0]
+        return self
+
+    def transform(self, X):
+        r = np.sqrt(self.eta)
+        return rbf_kernel(_dense(X) * r, _dense(self.centres_) * r, gamma=1.0)
+
+    def function_names(self, sample_names):
+        return np.asarray([f"rv:{s}" for s in sample_names], dtype=object)
+
+
+def _dense(X):
+    return X.toarray() if sp.issparse(X) else np.asarray(X)
+
+
+def log_marginal_eta(log_eta, X, centres, alpha, noise, t, intercept_alpha=None):
+    """Log marginal likelihood of RVM regression as a function of log input scales, and gradient.
+
+    The basis is the ARD-RBF kernel on ``centres`` (plus a column of ones with precision
+    ``intercept_alpha`` when given), with the precisions ``alpha`` of the *unscaled* kernel columns
+    and the noise variance held fixed. With ``mu, Sigma`` the weight posterior, ``dL/dPhi = beta [(t
+    - Phi mu) mu^T - Phi Sigma]`` (Tipping 2001, appendix), and ``dPhi_nm / d log eta_k = -eta_k
+    (x_nk - c_mk)^2 Phi_nm``.
+
+    Parameters
+    ----------
+    log_eta : ndarray of shape (n_features,)
+    X : ndarray of shape (n_samples, n_features)
+        Training inputs.
+    centres : ndarray of shape (d, n_features)
+        Centres of the active kernel functions.
+    alpha : ndarray of shape (d,)
+    noise : float
+        Noise variance.
+    t : ndarray of shape (n_samples,)
+    intercept_alpha : float or None
+        Precision of the bias weight, or None for no bias.
+
+    Returns
+    -------
+    value : float
+    grad : ndarray of shape (n_features,)
+    """
+    eta = np.exp(log_eta)
+    r = np.sqrt(eta)
+    K = rbf_kernel(X * r, centres * r, gamma=1.0)  # (n, d)
+    P, a = K, np.asarray(alpha, dtype=np.float64)
+    if intercept_alpha is not None:
+        P = np.hstack([K, np.ones((X.shape[0], 1))])
+        a = np.append(a, intercept_alpha)
+    value, g_eta, _, _ = _log_ml_eta_full(X, centres, K, eta, P, a, noise, t)
+    return value, g_eta
+
+
+def _log_ml_eta_full(X, centres, K, eta, P, a, noise, t):
+    """Value and gradients in ``log eta``, ``log alpha`` (every column of ``P``), ``log sigma^2``.
+
+    ``dL/dlog alpha_i = (gamma_i - alpha_i mu_i^2) / 2`` with ``gamma_i = 1 - alpha_i Sigma_ii``,
+    and ``dL/dlog sigma^2 = (beta |t - Phi mu|^2 - N + sum gamma) / 2`` (Tipping 2001, sec. 2.2).
+    """
+    n = X.shape[0]
+    beta = 1.0 / noise
+    b = np.full(n, beta)
+    post = LatentPosterior(P, a, b, b * t)
+    value = _gaussian_log_ml(post, b, t)
+    Sigma = post.cov()  # (d, d)
+    resid = t - post.f_mean  # (n,)
+    G = beta * (np.outer(resid, post.mean) - P @ Sigma)  # (n, d) = dL/dPhi
+    GK = G[:, : K.shape[1]] * K  # (n, d_kernel)
+    # sum_nm GK_nm (x_nk - c_mk)^2, expanded so that no (n, d, features) array is formed
+    sq = (X * X).T @ GK.sum(axis=1) - 2.0 * np.einsum("nk,nk->k", X, GK @ centres) + (
+        (centres * centres).T @ GK.sum(axis=0))
+    gam = 1.0 - a * np.diag(Sigma)  # (d,)
+    g_alpha = 0.5 * (gam - a * post.mean**2)
+    g_noise = 0.5 * (beta * float(resid @ resid) - n + float(gam.sum()))
+    return float(value), -eta * sq, g_alpha, g_noise
+
+
+def _log_ml_joint(theta, X, centres, t, has_bias):
+    """``(L, dL/dtheta)`` for ``theta = [log eta (D), log alpha (d, bias last), log sigma^2]``."""
+    D = X.shape[1]
+    eta = np.exp(theta[:D])
+    a = np.exp(theta[D:-1])
+    noise = float(np.exp(theta[-1]))
+    r = np.sqrt(eta)
+    K = rbf_kernel(X * r, centres * r, gamma=1.0)  # (n, d_kernel)
+    P = np.hstack([K, np.ones((X.shape[0], 1))]) if has_bias else K
+    value, g_eta, g_alpha, g_noise = _log_ml_eta_full(X, centres, K, eta, P, a, noise, t)
+    return value, np.concatenate([g_eta, g_alpha, [g_noise]])
+
+
+# --------------------------------------------------------------------------------------------------
+# Shared estimator plumbing
+# --------------------------------------------------------------------------------------------------
+def _path_frame(steps, names, icol, extra_cols, round_=None):
+    rows = []
+    for s in steps:
+        row = {
+            "step": s.step,
+            "action": s.action,
+            "feature": "" if s.feature < 0 else str(names[s.feature]),
+            "n_basis": int(np.sum(s.active != icol)),
+            "log_evidence": s.stats["log_evidence"],
+        }
+        for name, fn in extra_cols.items():
+            row[name] = fn(s)
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if round_ is not None:
+        frame.insert(0, "round", round_)
+    return frame
+
+
+class _RVMBase(BaseEstimator):
+    """Validation, basis and column scaling shared by the two RVMs."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    def _check_common(self):
+        if not (self.init in ("single", "relevant") or (
+                isinstance(self.init, (int, np.integer)) and not isinstance(self.init, bool)
+                and self.init >= 1)):
+            raise ValueError(
+                f"init must be 'single', 'relevant' or a positive int; got {self.init!r}.")
+        if not (isinstance(self.max_steps, (int, np.integer)) and self.max_steps >= 0):
+            raise ValueError(f"max_steps must be a non-negative int; got {self.max_steps!r}.")
+        if not (isinstance(self.tol, (int, float, np.floating)) and self.tol > 0):
+            raise ValueError(f"tol must be a positive float; got {self.tol!r}.")
+        if not self.alpha_min >= 0:
+            raise ValueError(f"alpha_min must be >= 0; got {self.alpha_min!r}.")
+
+    def _validate_X(self, X, reset):
+        try:
+            X = validate_data(self, X, accept_sparse=["csc", "csr"], dtype=np.float64,
+                              ensure_all_finite=False, reset=reset)
+        except ValueError as exc:
+            raise DataError(str(exc)) from None
+        return check_design(X, estimator_name=type(self).__name__)
+
+    def _names(self):
+        return (np.asarray(self.feature_names_in_, dtype=object)
+                if hasattr(self, "feature_names_in_")
+                else np.array([f"x{i}" for i in range(self.n_features_in_)], dtype=object))
+
+    def _basis_matrix(self, X):
+        Phi = self.basis_.transform(X)
+        if sp.issparse(Phi):
+            Phi = Phi.tocsc()
+        if self.fit_intercept:
+            ones = np.ones((Phi.shape[0], 1))
+            Phi = sp.hstack([Phi, sp.csc_matrix(ones)], format="csc") if sp.issparse(Phi) else (
+                np.hstack([Phi, ones]))
+        return Phi
+
+    def _design(self, X, basis):
+        """Training basis at unit RMS, the column scales and the allowed mask (sets the names)."""
+        self.basis_ = basis.fit(X)
+        is_features = isinstance(basis, LinearBasis)
+        n_basis = X.shape[1] if is_features else X.shape[0]
+        allowed = np.ones(n_basis + int(self.fit_intercept), dtype=bool)
+        if is_features:
+            allowed[:n_basis] = ~constant_columns(X)
+            fnames = self._names()
+        else:
+            fnames = basis.function_names(np.arange(X.shape[0]))
+        if self.fit_intercept:
+            fnames = np.concatenate([fnames, [INTERCEPT]])
+        Phi = self._basis_matrix(X)
+        # Unit root-mean-square columns (ARD is invariant to this; it keeps the algebra
+        # conditioned).
+        if sp.issparse(Phi):
+            scale = np.sqrt(np.asarray(Phi.multiply(Phi).mean(axis=0)).ravel())
+        else:
+            scale = np.sqrt(np.mean(Phi * Phi, axis=0))
+        allowed &= scale > 0
+        scale = np.where(scale > 0, scale, 1.0)
+        Phi_s = sp.csc_matrix(Phi @ sp.diags(1.0 / scale)) if sp.issparse(Phi) else Phi / scale
+        self._is_features = is_features
+        self._n_basis = n_basis
+        self._icol = n_basis if self.fit_intercept else -1
+        self._names_basis = fnames
+        return Phi_s, scale, allowed
+
+    def _set_weights(self, active, mean, var, alpha_s, scale, factor=1.0):
+        """Posterior summaries in the units of the basis (and of ``y`` via ``factor``)."""
+        n_basis = self._n_basis
+        c = scale[active]
+        feat = active != self._icol
+        coef = np.zeros(n_basis)
+        sd = np.zeros(n_basis)
+        alpha = np.full(n_basis, np.inf)
+        coef[active[feat]] = factor * mean[feat] / c[feat]
+        sd[active[feat]] = factor * np.sqrt(var[feat]) / c[feat]
+        alpha[active[feat]] = alpha_s[feat] * c[feat] ** 2 / factor**2
+        self.coef_ = coef
+        self.coef_sd_ = sd
+        self.alpha_ = alpha
+        if (~feat).any():
+            self.intercept_ = float(factor * mean[~feat][0] / c[~feat][0])
+            self.intercept_sd_ = float(factor * np.sqrt(var[~feat][0]) / c[~feat][0])
+            self.intercept_alpha_ = float(alpha_s[~feat][0] * c[~feat][0] ** 2 / factor**2)
+        else:
+            self.intercept_, self.intercept_sd_, self.intercept_alpha_ = 0.0, 0.0, np.inf
+        in_model = np.isfinite(alpha)
+        for name in ("support_", "relevance_vectors_"):
+            if hasattr(self, name):
+                delattr(self, name)
+        if self._is_features:
+            self.support_ = in_model
+        else:
+            self.relevance_vectors_ = np.flatnonzero(in_model)
+
+    def _latent(self, X):
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
+        A = self._basis_matrix(X)[:, self._active]
+        A = A.toarray() if sp.issparse(A) else A
+        return self._post.latent(A / self._scale[self._active])
+
+    def _run_path(self, problem, init, tol=None):
+        tol = self.tol if tol is None else tol
+        path = SequentialPath(problem, init=init, max_steps=self.max_steps, tol=tol,
+                              alpha_min=self.alpha_min, patience=self.patience).run()
+        if not path.converged:
+            warnings.warn(
+                f"The RVM path stopped at max_steps={self.max_steps} before converging; raise "
+                "max_steps.", ConvergenceWarning, stacklevel=3,
+            )
+        return path
+
+
+def _require_y(est, y):
+    if y is None:
+        raise DataError(f"{type(est).__name__} requires y to be passed, but the target y is None.")
+
+
+def _check_target(y, n):
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn("A column-vector y was passed when a 1d array was expected; it was ravelled.",
+                      DataConversionWarning, stacklevel=3)
+        y = y.ravel()
+    if y.ndim != 1:
+        raise DataError(f"y must be one-dimensional, got an array of shape {y.shape}.")
+    if y.shape[0] != n:
+        raise DataError(f"y has {y.shape[0]} values but X has {n} samples; they must match.")
+    try:
+        y = y.astype(np.float64)
+    except (TypeError, ValueError):
+        raise DataError(
+            "y must be numeric for regression; for class labels use RVMClassifier.") from None
+    if not np.all(np.isfinite(y)):
+        raise DataError(f"y contains {int(np.sum(~np.isfinite(y)))} NaN or infinite value(s).")
+    return y
+
+
+# --------------------------------------------------------------------------------------------------
+# RVMRegressor
+# --------------------------------------------------------------------------------------------------
+class RVMRegressor(RegressorMixin, _RVMBase):
+    """Relevance vector regression: Gaussian likelihood, ARD prior, type-II maximum likelihood.
+
+    The model is ``y = w . phi(x) + b + e`` with ``e ~ N(0, sigma^2)`` and ``w_m ~ N(0,
+    1/alpha_m)``. The precisions ``alpha`` and the noise variance maximise the marginal likelihood
+    ``p(y | alpha, sigma^2)``, found by the fast sequential algorithm of Tipping & Faul (2003):
+    basis functions are added, deleted or re-estimated one at a time, each time by the action that
+    raises the marginal likelihood most, and the noise is re-estimated after every action.
+    Computations run in float64.
+
+    Parameters
+    ----------
+    kernel : {"rbf", "linear", "poly", "features"} or callable, default="rbf"
+        Basis: one kernel function per training point (scikit-learn SVC convention; the selected
+        ones are *relevance vectors*), or ``"features"`` for a linear model over the input features
+        (ARD feature selection).
+    gamma : float or {"scale", "auto"}, default="scale"
+        Kernel coefficient of "rbf" and "poly": ``exp(-gamma |x - z|^2)``; a width ``r`` as in
+        Tipping's ``exp(-|x - z|^2 / r^2)`` is ``gamma = 1 / r**2``. With ``optimize_eta`` it is the
+        starting value of every input scale.
+    degree : int, default=3
+        Degree of "poly".
+    coef0 : float, default=1.0
+        Constant of "poly".
+    fit_intercept : bool, default=True
+        Add a bias basis function (a column of ones) with its own ARD precision.
+    optimize_eta : bool, default=False
+        Use the RBF kernel ``exp(-sum_k eta_k (x_k - z_k)^2)`` with one input scale per dimension
+        and maximise the marginal likelihood over ``eta`` as well (Tipping's eta-RVR; needs
+        ``kernel="rbf"``). See Notes.
+    eta_max_iter : int, default=50
+        With ``optimize_eta``: maximum number of rounds (sequential path, then gradient steps on
+        ``log eta``).
+    noise_variance : float or None, default=None
+        Fix the noise variance (in units of ``y**2``) instead of estimating it.
+    init : {"single", "relevant"} or int, default="single"
+        Starting model: the single basis function that raises the marginal likelihood most (Tipping
+        & Faul), every function relevant on its own (``"relevant"``), or the k best.
+    max_steps : int, default=2000
+        Maximum number of add / delete / re-estimate steps.
+    tol : float, default=1e-6
+        Stop when no action raises the log marginal likelihood by more than ``tol`` (nats).
+    alpha_min : float, default=0.0
+        Lower bound on the precisions of unit-RMS basis functions.
+    patience : int, default=20
+        Also stop when the log marginal likelihood has not risen by ``tol`` over ``patience`` steps.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_basis,)
+        Posterior mean of the weights (0 outside the model); ``n_basis`` is the number of training
+        points for a kernel basis and ``n_features_in_`` for ``kernel="features"``.
+    coef_sd_ : ndarray of shape (n_basis,)
+        Posterior standard deviations of the weights (0 outside the model).
+    alpha_ : ndarray of shape (n_basis,)
+        ARD precisions in the units of the basis and of ``y``; ``inf`` outside the model.
+    intercept_, intercept_sd_, intercept_alpha_ : float
+        The same for the bias (0, 0 and inf if it is out of the model or ``fit_intercept=False``).
+    noise_variance_ : float
+        Estimated (or fixed) noise variance ``sigma^2``; ``noise_precision_ = 1 / noise_variance_``.
+    noise_precision_ : float
+    log_marginal_likelihood_ : float
+        ``log p(y | alpha, sigma^2)`` of the fitted model (exact: the likelihood is Gaussian).
+    path_ : pandas.DataFrame
+        One row per step: ``round`` (eta round, 0 without ``optimize_eta``), ``step``, ``action``,
+        ``feature`` (the basis function acted on), ``n_basis`` (functions in the model, bias
+        excluded), ``log_evidence`` (the log marginal likelihood in the units of ``y``),
+        ``noise_variance``.
+    relevance_vectors_ : ndarray of int
+        Kernel basis only: indices of the training points whose functions are in the model.
+    support_ : ndarray of bool of shape (n_features_in_,)
+        ``kernel="features"`` only: features in the model.
+    eta_ : ndarray of shape (n_features_in_,)
+        ``optimize_eta`` only: the fitted input scales.
+    n_iter_ : int
+        Number of path steps (summed over eta rounds).
+    basis_ : object
+        The fitted basis.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when X has string column names.
+
+    See Also
+    --------
+    RVMClassifier : the Laplace-approximation classifier.
+    VariationalRVMRegressor : the variational treatment (Bishop & Tipping 2000).
+    sklearn.linear_model.ARDRegression : ARD over the input features by the original re-estimation.
+
+    Notes
+    -----
+    Basis columns are scaled to unit root mean square and ``y`` to unit standard deviation inside
+    the fit (the model is equivariant to both; results are reported in the original units). The
+    noise re-estimate after every action is the exact maximum of the marginal likelihood over ``log
+    sigma^2`` for the current precisions (a 1-D Newton iteration on the eigen-decomposition of the
+    active basis), so the log marginal likelihood never decreases along the path; the final model is
+    a stationary point in ``alpha`` and ``sigma^2`` jointly. The noise variance is kept above
+    ``1e-10 var(y)``.
+
+    ``predict(X, return_std=True)`` returns the predictive standard deviation of a new *target*,
+    ``sqrt(sigma^2 + phi(x)^T Sigma phi(x))`` (noise included, as in :class:`~sklearn.linear_model.
+    ARDRegression`).
+
+    eta-RVR alternates two steps that each raise the marginal likelihood: the sequential path at
+    fixed ``eta`` (warm-started from the previous precisions), and L-BFGS on ``log eta``, the log
+    precisions of the active functions and the log noise variance jointly (analytic gradients; see
+    :func:`log_marginal_eta`). Intermediate paths stop at a loose tolerance (``1e-3`` nats); when a
+    round gains less than ``1e-3`` nats, or after ``eta_max_iter`` rounds, a last path runs at
+    ``tol``. Input dimensions that do not matter get ``eta_k -> 0``.
+
+    With many more candidate functions than samples (e.g. ``kernel="features"`` on thousands of
+    genes) the marginal likelihood can be maximised by interpolating the data: the noise variance
+    then sits at its floor. Check ``noise_variance_`` in that regime.
+
+    References
+    ----------
+    Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector machine. JMLR 1,
+    211-244. Tipping, M. E., Faul, A. C. (2003). Fast marginal likelihood maximisation for sparse
+    Bayesian models. AISTATS.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ardselect import RVMRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-10, 10, size=(60, 1))
+    >>> y = np.sinc(X[:, 0] / np.pi) + 0.1 * rng.standard_normal(60)
+    >>> model = RVMRegressor(gamma=1 / 3.0**2).fit(X, y)
+    >>> len(model.relevance_vectors_) < 15
+    True
+    >>> mean, std = model.predict(X[:3], return_std=True)
+    >>> bool(np.all(std > 0.05)) and bool(np.all(np.diff(model.path_["log_evidence"]) > -1e-8))
+    True
+    """
+
+    def __init__(self, *, kernel="rbf", gamma="scale", degree=3, coef0=1.0, fit_intercept=True,
+                 optimize_eta=False, eta_max_iter=50, noise_variance=None, init="single",
+                 max_steps=2000, tol=1e-6, alpha_min=0.0, patience=20):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.fit_intercept = fit_intercept
+        self.optimize_eta = optimize_eta
+        self.eta_max_iter = eta_max_iter
+        self.noise_variance = noise_variance
+        self.init = init
+        self.max_steps = max_steps
+        self.tol = tol
+        self.alpha_min = alpha_min
+        self.patience = patience
+
+    def fit(self, X, y):
+        """Fit the RVM by the sequential marginal-likelihood algorithm.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training inputs; NaN or infinite values raise :class:`~ardselect.DataError`.
+        y : array-like of shape (n_samples,)
+            Real targets.
+
+        Returns
+        -------
+        self : RVMRegressor
+        """
+        self._check_common()
+        if self.optimize_eta and not (isinstance(self.kernel, str) and self.kernel == "rbf"):
+            raise ValueError(f"optimize_eta=True needs kernel='rbf'; got kernel={self.kernel!r}.")
+        if not (isinstance(self.eta_max_iter, (int, np.integer)) and self.eta_max_iter >= 1):
+            raise ValueError(f"eta_max_iter must be a positive int; got {self.eta_max_iter!r}.")
+        if self.noise_variance is not None and not self.noise_variance > 0:
+            raise ValueError(
+                f"noise_variance must be positive or None; got {self.noise_variance!r}.")
+        _require_y(self, y)
+        X = self._validate_X(X, reset=True)
+        y = _check_target(y, X.shape[0])
+        basis = make_basis(self.kernel, self.gamma, self.degree, self.coef0)
+        # Targets at unit standard deviation (the model is equivariant: alpha -> alpha / c^2,
+        # sigma^2 -> c^2 sigma^2, log p -> log p - n log c).
+        sd = float(np.std(y))
+        rms = float(np.sqrt(np.mean(y * y)))
+        self._y_scale = ys = sd if sd > 1e-12 * max(rms, 1e-300) else (rms if rms > 0 else 1.0)
+        t = y / ys
+        n = X.shape[0]
+        var_t = float(np.var(t)) if sd > 0 else 1.0
+        noise0 = 0.1 * var_t if self.noise_variance is None else self.noise_variance / ys**2
+        lo = NOISE_FLOOR * var_t
+        hi = NOISE_CEIL * max(float(np.mean(t * t)), var_t)
+        if self.noise_variance is not None:
+            lo = hi = noise0
+        if hasattr(self, "eta_"):
+            del self.eta_  # a refit without optimize_eta must not keep a stale one
+        with threadpool_limits(limits=1, user_api="blas"):
+            if self.optimize_eta:
+                self._fit_eta(X, t, basis, noise0, lo, hi)
+            else:
+                Phi_s, scale, allowed = self._design(X, basis)
+                problem = _GaussianProblem(Phi_s, allowed, t, noise0, noise_lo=lo, noise_hi=hi,
+                                           fit_noise=self.noise_variance is None)
+                path = self._run_path(problem, self.init)
+                self._finish([(path, problem, scale)], n)
+        return self
+
+    def _fit_eta(self, X, t, basis, noise0, lo, hi):
+        Xd = _dense(X)
+        eta = np.full(X.shape[1], basis._gamma_value(X))
+        # log eta stays within 1e-8 .. 1e4 times the starting scale
+        bounds = [(np.log(e) - 18.0, np.log(e) + 9.0) for e in eta]
+        rounds = []
+        init, noise, best = self.init, noise0, -np.inf
+        final = False
+        for r in range(self.eta_max_iter + 1):
+            Phi_s, scale, allowed = self._design(X, _ARDRBFBasis(eta))
+            problem = _GaussianProblem(Phi_s, allowed, t, noise, noise_lo=lo, noise_hi=hi,
+                                       fit_noise=self.noise_variance is None)
+            # Intermediate rounds only need a better model, not a converged one.
+            tol = self.tol if final else max(self.tol, ETA_PATH_TOL)
+            path = self._run_path(problem, init, tol=tol)
+            rounds.append((path, problem, scale, eta.copy()))
+            last = path.steps[-1]
+            act = last.active
+            alpha_raw = last.alpha * scale[act] ** 2  # precisions of the unscaled columns
+            noise = last.stats["noise_variance"]
+            if final:
+                break
+            gain = last.stats["log_evidence"] - best
+            best = max(best, last.stats["log_evidence"])
+            final = (r > 0 and gain < ETA_ROUND_TOL) or r == self.eta_max_iter - 1
+            if not final:
+                # Joint L-BFGS step on (log eta, log alpha of the active functions, log sigma^2):
+                # moving the precisions with the scales avoids the slow zig-zag of alternating
+                # one block at a time. The path then adds / deletes functions for the new kernel.
+                kern = act != self._icol
+                order = np.concatenate([np.flatnonzero(kern), np.flatnonzero(~kern)])  # bias last
+                centres = Xd[act[kern]]
+                theta0 = np.concatenate([np.log(eta), np.log(alpha_raw[order]), [np.log(noise)]])
+                fixed_noise = self.noise_variance is not None
+                la = np.log(alpha_raw[order])
+                bnds = (bounds + [(v - 20.0, v + 20.0) for v in la]
+                        + [(np.log(noise),) * 2 if fixed_noise else (np.log(lo), np.log(hi))])
+
+                has_bias = bool((~kern).any())
+
+                def neg_log_ml(th, c=centres, hb=has_bias):
+                    value, grad = _log_ml_joint(th, Xd, c, t, hb)
+                    return -value, -grad
+
+                res = minimize(neg_log_ml, theta0, jac=True, method="L-BFGS-B", bounds=bnds,
+                               options={"maxiter": 100})
+                if -res.fun > last.stats["log_evidence"]:
+                    D = eta.size
+                    eta = np.exp(res.x[:D])
+                    alpha_raw[order] = np.exp(res.x[D:-1])
+                    noise = float(np.exp(res.x[-1]))
+            # warm start of the next path: the same raw precisions on the re-scaled columns
+            new_scale = np.sqrt(np.mean(_ARDRBFBasis(eta).fit(Xd).transform(Xd) ** 2, axis=0))
+            new_scale = np.append(new_scale, 1.0) if self.fit_intercept else new_scale
+            init = np.full(scale.shape[0], np.inf)
+            init[act] = alpha_raw / new_scale[act] ** 2
+        self._finish([(p, pr, s) for p, pr, s, _ in rounds], X.shape[0])
+        self.eta_ = rounds[-1][3]
+
+    def _finish(self, rounds, n):
+        path, problem, scale = rounds[-1]
+        ys = self._y_scale
+        # The path is monotone in the log marginal likelihood, so its last step is the fitted model.
+        step = path.steps[-1]
+        noise = step.stats["noise_variance"]
+        b, post = problem.posterior(step.active, step.alpha, noise)
+        self._active, self._scale, self._post = step.active, scale, post
+        self._set_weights(step.active, post.mean, post.var(), step.alpha, scale, factor=ys)
+        self.noise_variance_ = float(noise * ys**2)
+        self.noise_precision_ = 1.0 / self.noise_variance_
+        shift = n * np.log(ys)
+        self.log_marginal_likelihood_ = float(_gaussian_log_ml(post, b, problem.t) - shift)
+        frames = []
+        for r, (p, _, _) in enumerate(rounds):
+            frames.append(_path_frame(p.steps, self._names_basis, self._icol, {
+                "noise_variance": lambda s: s.stats["noise_variance"] * ys**2}, round_=r))
+        self.path_ = pd.concat(frames, ignore_index=True)
+        self.path_["log_evidence"] -= shift
+        self.n_iter_ = int(sum(len(p.steps) - 1 for p, _, _ in rounds))
+
+    def predict(self, X, return_std=False):
+        """Predictive mean and, optionally, standard deviation.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        return_std : bool, default=False
+            Also return ``sqrt(noise_variance_ + phi^T Sigma phi)``, the predictive standard
+            deviation of a new target (noise included).
+
+        Returns
+        -------
+        mean : ndarray of shape (n_samples,)
+        std : ndarray of shape (n_samples,)
+            Only with ``return_std=True``.
+        """
+        m, v = self._latent(X)
+        ys = self._y_scale
+        mean = ys * m
+        if not return_std:
+            return mean
+        return mean, np.sqrt(self.noise_variance_ + ys**2 * v)
+
+
+# --------------------------------------------------------------------------------------------------
+# RVMClassifier
+# --------------------------------------------------------------------------------------------------
+class RVMClassifier(ClassifierMixin, _RVMBase):
+    """Relevance vector classification: logistic likelihood, ARD prior, Laplace approximation.
+
+    ``P(y = classes_[1] | x) = sigmoid(w . phi(x) + b)`` with ``w_m ~ N(0, 1/alpha_m)``. For given
+    precisions the weight posterior is approximated by a Gaussian at its mode (found by IRLS, i.e.
+    Newton's method) with the inverse Hessian as covariance; the precisions are re-estimated by the
+    sequential algorithm of Tipping & Faul (2003) on the Laplace virtual regression (``b = s (1 -
+    s)``, targets the IRLS working targets), re-running IRLS after every action. This is the
+    "Seq-ARD-Laplace" baseline of Qi et al. (2004). Binary problems only.
+
+    Parameters
+    ----------
+    kernel : {"rbf", "linear", "poly", "features"} or callable, default="rbf"
+        Basis, as in :class:`RVMRegressor`.
+    gamma : float or {"scale", "auto"}, default="scale"
+        Kernel coefficient of "rbf" and "poly" (``gamma = 1 / r**2`` for Tipping's width ``r``).
+    degree : int, default=3
+    coef0 : float, default=1.0
+    fit_intercept : bool, default=True
+        Add a bias basis function with its own ARD precision.
+    init : {"single", "relevant"} or int, default="single"
+        Starting model (the best single basis function, every function relevant on its own, or the k
+        best).
+    max_steps : int, default=2000
+    tol : float, default=1e-5
+        Stop when no action raises the virtual-regression log marginal likelihood by ``tol`` nats.
+    alpha_min : float, default=1e-3
+        Lower bound on the precisions of unit-RMS basis functions (a prior sd of about 32 logits).
+        With separable classes the evidence keeps growing as precisions go to 0; the bound ends it.
+    patience : int, default=20
+        Also stop when the Laplace log evidence has not risen by ``tol`` over ``patience`` steps.
+    irls_tol : float, default=1e-10
+        Convergence tolerance of IRLS (relative size of the Newton step).
+    irls_max_iter : int, default=100
+        Maximum Newton steps per refresh.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+    coef_ : ndarray of shape (n_basis,)
+        Posterior mode of the weights (0 outside the model).
+    coef_sd_ : ndarray of shape (n_basis,)
+        Laplace posterior standard deviations.
+    alpha_ : ndarray of shape (n_basis,)
+        ARD precisions in the units of the basis; ``inf`` outside the model.
+    intercept_, intercept_sd_, intercept_alpha_ : float
+    log_marginal_likelihood_ : float
+        Laplace approximation of ``log p(y | alpha)`` (PRML eq. 7.114) of the chosen model.
+    chosen_step_ : int
+        Path step of the fitted model: the one with the largest Laplace log evidence.
+    path_ : pandas.DataFrame
+        One row per step: ``step``, ``action``, ``feature``, ``n_basis``, ``log_evidence``,
+        ``irls_iter``.
+    relevance_vectors_ : ndarray of int
+        Kernel basis only: training points whose functions are in the model.
+    support_ : ndarray of bool of shape (n_features_in_,)
+        ``kernel="features"`` only.
+    n_iter_ : int
+        Number of path steps.
+    basis_ : object
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+
+    See Also
+    --------
+    ARDClassifier : the EP probit ARD, with predictive model choice.
+    RVMRegressor : the regression RVM.
+
+    Notes
+    -----
+    ``predict_proba`` integrates the logistic over the Gaussian posterior of the latent with
+    MacKay's probit approximation, ``P = sigmoid(m / sqrt(1 + pi v / 8))`` (``m, v`` the latent mean
+    and variance), not the plug-in ``sigmoid(m)``; both give the same labels (``m > 0``).
+    ``decision_function`` returns ``m``. The Laplace log evidence is not guaranteed to rise at every
+    step (the engine maximises the virtual regression's marginal likelihood), so the fitted model is
+    the step of the path with the largest Laplace log evidence. Computations run in float64.
+
+    References
+    ----------
+    Tipping, M. E. (2001). Sparse Bayesian learning and the relevance vector machine. JMLR 1,
+    211-244. Bishop, C. M. (2006). Pattern Recognition and Machine Learning, sec. 7.2.3.
+    Tipping, M. E., Faul, A. C. (2003). Fast marginal likelihood maximisation for sparse Bayesian
+    models. AISTATS.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ardselect import RVMClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(80, 2))
+    >>> y = (X[:, 0] ** 2 + X[:, 1] ** 2 > 1.4).astype(int)
+    >>> clf = RVMClassifier(gamma=0.5).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.85) and len(clf.relevance_vectors_) < 20
+    True
+    >>> clf.predict_proba(X[:2]).shape
+    (2, 2)
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def __init__(self, *, kernel="rbf", gamma="scale", degree=3, coef0=1.0, fit_intercept=True,
+                 init="single", max_steps=2000, tol=1e-5, alpha_min=1e-3, patience=20,
+                 irls_tol=1e-10, irls_max_iter=100):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.fit_intercept = fit_intercept
+        self.init = init
+        self.max_steps = max_steps
+        self.tol = tol
+        self.alpha_min = alpha_min
+        self.patience = patience
+        self.irls_tol = irls_tol
+        self.irls_max_iter = irls_max_iter
+
+    def fit(self, X, y):
+        """Fit the Laplace RVM classifier.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training inputs; NaN or infinite values raise :class:`~ardselect.DataError`.
+        y : array-like of shape (n_samples,)
+            Two classes ({0, 1}, {-1, +1}, booleans, strings); ``classes_[1]`` is the positive one.
+
+        Returns
+        -------
+        self : RVMClassifier
+        """
+        self._check_common()
+        _require_y(self, y)
+        X = self._validate_X(X, reset=True)
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            warnings.warn("A column-vector y was passed when a 1d array was expected; it was "
+                          "ravelled.", DataConversionWarning, stacklevel=2)
+            y = y.ravel()
+        classes, y_idx = check_binary_labels(y, X.shape[0])
+        if classes.size != 2:
+            shown = ", ".join(repr(c.item() if hasattr(c, "item") else c) for c in classes[:5])
+            raise LabelError(
+                f"Only binary classification is supported by RVMClassifier; y has {classes.size} "
+                f"classes ({shown}{', ...' if classes.size > 5 else ''}). Fit one classifier per "
+                "class, or use ARDClassifier (one-vs-rest)."
+            )
+        self.classes_ = classes
+        basis = make_basis(self.kernel, self.gamma, self.degree, self.coef0)
+        Phi_s, scale, allowed = self._design(X, basis)
+        y01 = y_idx.astype(np.float64)
+        problem = _LaplaceProblem(Phi_s, allowed, y01, irls_tol=self.irls_tol,
+                                  irls_max_iter=self.irls_max_iter)
+        with threadpool_limits(limits=1, user_api="blas"):
+            path = self._run_path(problem, self.init)
+            ev = np.array([s.stats["log_evidence"] for s in path.steps])
+            k = int(np.argmax(ev))
+            step = path.steps[k]
+            lap = problem.mode(step.active, step.alpha, step.state)
+        if problem.n_irls_unconverged:
+            logger.info("IRLS hit irls_max_iter at %d path steps", problem.n_irls_unconverged)
+        self._active, self._scale, self._post = step.active, scale, lap["post"]
+        self._set_weights(step.active, lap["w"], lap["post"].var(), step.alpha, scale)
+        self.log_marginal_likelihood_ = lap["log_evidence"]
+        self.chosen_step_ = k
+        self.path_ = _path_frame(path.steps, self._names_basis, self._icol,
+                                 {"irls_iter": lambda s: s.stats["irls_iter"]})
+        self.n_iter_ = len(path.steps) - 1
+        return self
+
+    def decision_function(self, X):
+        """Posterior mode of the latent ``w . phi(x) + b`` (positive favours ``classes_[1]``).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self._latent(X)[0]
+
+    def _moderated(self, X):
+        m, v = self._latent(X)
+        return m / np.sqrt(1.0 + np.pi * v / 8.0)  # MacKay (1992): E[sigmoid(f)] ~ sigmoid(kappa m)
+
+    def predict_proba(self, X):
+        """Class probabilities, the logistic integrated over the Gaussian posterior (MacKay's probit
+        approximation ``sigmoid(m / sqrt(1 + pi v / 8))``).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2), columns in ``classes_`` order.
+        """
+        z = self._moderated(X)
+        return np.column_stack([expit(-z), expit(z)])
+
+    def predict_log_proba(self, X):
+        """Log of :meth:`predict_proba`, computed in log space."""
+        z = self._moderated(X)
+        return np.column_stack([log_expit(-z), log_expit(z)])
+
+    def predict(self, X):
+        """Most probable class (``decision_function > 0`` gives ``classes_[1]``)."""
+        positive = self.decision_function(X) > 0
+        return self.classes_[positive.astype(int)]
+
