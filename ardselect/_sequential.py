@@ -197,6 +197,7 @@ class SequentialPath:
         self.progress_label = progress_label
         self.steps: list[Step] = []
         self.converged = False
+        self._best = None
 
     def _log(self, k):
         logger.debug(
@@ -205,15 +206,19 @@ class SequentialPath:
         )
 
     def _stalled(self):
-        """True when the model's objective has not risen by ``tol`` over the last ``patience`` steps."""
+        """True when the model's objective has not risen by ``tol`` over the last ``patience`` steps.
+
+        Keeps ``self._best``, the running maximum of the objective over the steps older than the
+        window, so each call costs O(patience), not O(path length).
+        """
         if self.patience <= 0 or len(self.steps) <= self.patience:
             return False
-        ev = [s.stats.get("log_evidence") for s in self.steps]
-        if any(e is None for e in ev):
+        older = self.steps[-self.patience - 1].stats.get("log_evidence")
+        if older is None:
             return False
-        recent = max(ev[-self.patience:])
-        before = max(ev[: -self.patience])
-        return recent <= before + self.tol
+        self._best = older if self._best is None else max(self._best, older)
+        recent = max(s.stats["log_evidence"] for s in self.steps[-self.patience:])
+        return recent <= self._best + self.tol
 
     def run(self):
         model = self.model
