@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kernel
 
-__all__ = ["LinearBasis", "KernelBasis", "make_basis", "KERNELS"]
+__all__ = ["LinearBasis", "KernelBasis", "make_basis", "KERNELS", "design_matrix", "unit_rms"]
 
 KERNELS = ("features", "linear", "rbf", "poly")
 
@@ -134,3 +134,33 @@ def make_basis(kernel: str | Callable = "features", gamma="scale", degree=3, coe
     if not (isinstance(kernel, str) or callable(kernel)):
         raise ValueError(f"kernel must be a string or a callable; got {type(kernel).__name__}.")
     return KernelBasis(kernel=kernel, gamma=gamma, degree=degree, coef0=coef0)
+
+
+def design_matrix(basis, X, fit_intercept: bool):
+    """``basis.transform(X)`` (CSC if sparse), with a column of ones appended for the intercept."""
+    Phi = basis.transform(X)
+    if sp.issparse(Phi):
+        Phi = Phi.tocsc()
+    if fit_intercept:
+        ones = np.ones((Phi.shape[0], 1))
+        Phi = (sp.hstack([Phi, sp.csc_matrix(ones)], format="csc") if sp.issparse(Phi)
+               else np.hstack([Phi, ones]))
+    return Phi
+
+
+def unit_rms(Phi):
+    """Scale every column to unit root mean square.
+
+    ARD models are invariant to the scale of a basis function (its precision absorbs it), so this
+    changes no result; it keeps the algebra well conditioned for features whose scales span many
+    orders of magnitude. Returns ``(Phi_scaled, scale, nonzero)``; all-zero columns keep scale 1 and
+    are flagged in ``nonzero`` so callers can keep them out of the model. Sparse stays sparse (CSC).
+    """
+    if sp.issparse(Phi):
+        scale = np.sqrt(np.asarray(Phi.multiply(Phi).mean(axis=0)).ravel())
+    else:
+        scale = np.sqrt(np.mean(Phi * Phi, axis=0))
+    nonzero = scale > 0
+    scale = np.where(nonzero, scale, 1.0)
+    Phi_s = sp.csc_matrix(Phi @ sp.diags(1.0 / scale)) if sp.issparse(Phi) else Phi / scale
+    return Phi_s, scale, nonzero

@@ -16,7 +16,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from ._basis import LinearBasis, make_basis
+from ._basis import LinearBasis, design_matrix, make_basis, unit_rms
 from ._criteria import CRITERIA, check_criterion, choose_step
 from ._ep import loo_error, loo_prob_error, run_ep
 from ._probit import log_Phi, tilted_moments
@@ -320,14 +320,7 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(f"loo_prob_scale must be positive; got {self.loo_prob_scale!r}.")
 
     def _basis_matrix(self, X):
-        Phi = self.basis_.transform(X)
-        if sp.issparse(Phi):
-            Phi = Phi.tocsc()
-        if self.fit_intercept:
-            ones = np.ones((Phi.shape[0], 1))
-            Phi = sp.hstack([Phi, sp.csc_matrix(ones)], format="csc") if sp.issparse(Phi) else (
-                np.hstack([Phi, ones]))
-        return Phi
+        return design_matrix(self.basis_, X, self.fit_intercept)
 
     def fit(self, X, y):
         """Run the ARD path on (X, y) and keep the model chosen by ``criterion``.
@@ -382,16 +375,8 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         fnames = np.concatenate([fnames, [INTERCEPT]]) if self.fit_intercept else fnames
         icol = m - 1 if self.fit_intercept else -1
 
-        # Unit root-mean-square columns (ARD is invariant to this; it keeps the algebra conditioned).
-        if sp.issparse(Phi):
-            scale = np.sqrt(np.asarray(Phi.multiply(Phi).mean(axis=0)).ravel())
-        else:
-            scale = np.sqrt(np.mean(Phi * Phi, axis=0))
-        allowed &= scale > 0
-        scale = np.where(scale > 0, scale, 1.0)
-        Phi_s = Phi @ sp.diags(1.0 / scale) if sp.issparse(Phi) else Phi / scale
-        if sp.issparse(Phi_s):
-            Phi_s = sp.csc_matrix(Phi_s)
+        Phi_s, scale, nonzero = unit_rms(Phi)
+        allowed &= nonzero
 
         problems = [1] if classes.size == 2 else list(range(classes.size))
         # The path is thousands of small dense operations; multi-threaded BLAS only adds contention

@@ -48,7 +48,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from ._basis import LinearBasis, make_basis
+from ._basis import LinearBasis, design_matrix, make_basis, unit_rms
 from ._ep import LatentPosterior
 from ._sequential import SequentialPath
 from ._validation import check_binary_labels, check_design, constant_columns
@@ -459,14 +459,7 @@ class _RVMBase(BaseEstimator):
                 else np.array([f"x{i}" for i in range(self.n_features_in_)], dtype=object))
 
     def _basis_matrix(self, X):
-        Phi = self.basis_.transform(X)
-        if sp.issparse(Phi):
-            Phi = Phi.tocsc()
-        if self.fit_intercept:
-            ones = np.ones((Phi.shape[0], 1))
-            Phi = sp.hstack([Phi, sp.csc_matrix(ones)], format="csc") if sp.issparse(Phi) else (
-                np.hstack([Phi, ones]))
-        return Phi
+        return design_matrix(self.basis_, X, self.fit_intercept)
 
     def _design(self, X, basis):
         """Training basis at unit RMS, the column scales and the allowed mask (sets the names)."""
@@ -482,15 +475,8 @@ class _RVMBase(BaseEstimator):
         if self.fit_intercept:
             fnames = np.concatenate([fnames, [INTERCEPT]])
         Phi = self._basis_matrix(X)
-        # Unit root-mean-square columns (ARD is invariant to this; it keeps the algebra
-        # conditioned).
-        if sp.issparse(Phi):
-            scale = np.sqrt(np.asarray(Phi.multiply(Phi).mean(axis=0)).ravel())
-        else:
-            scale = np.sqrt(np.mean(Phi * Phi, axis=0))
-        allowed &= scale > 0
-        scale = np.where(scale > 0, scale, 1.0)
-        Phi_s = sp.csc_matrix(Phi @ sp.diags(1.0 / scale)) if sp.issparse(Phi) else Phi / scale
+        Phi_s, scale, nonzero = unit_rms(Phi)
+        allowed &= nonzero
         self._is_features = is_features
         self._n_basis = n_basis
         self._icol = n_basis if self.fit_intercept else -1
