@@ -37,22 +37,27 @@ __all__ = [
     "PortableModel",
     "Preprocessor",
     "atomic_write",
+    "calibration_table",
     "check_unique_names",
     "detect_format",
     "load_model",
+    "plot_calibration",
     "plot_path",
+    "plot_weights",
     "read_cls",
     "read_data",
     "read_gct",
     "read_h5ad",
     "read_labels",
     "read_table",
+    "write_calibration_png",
     "write_cls",
     "write_gct",
     "write_gmt",
     "write_path_png",
     "write_path_tsv",
     "write_ranked_tsv",
+    "write_weights_png",
 ]
 
 #: Values of ``Preprocessor(log=...)``: ``auto`` picks ``log2`` or ``none`` from the data.
@@ -1111,5 +1116,139 @@ def plot_path(path_table: pd.DataFrame, *, title: str | None = None, fig=None):
 def write_path_png(path_table: pd.DataFrame, path, *, title: str | None = None) -> None:
     """Save :func:`plot_path` as PNG (100 dpi, no software or date metadata), atomically."""
     fig = plot_path(path_table, title=title)
+    with atomic_write(path, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=100, metadata={"Software": None})
+
+
+def plot_weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fig=None):
+    """Forest plot of the selected genes: posterior mean of the weight with +-2 sd bars.
+
+    ``ranked`` is a ranked table (:meth:`ARDClassifier.ranked_features` or
+    :func:`ardselect.get.ranked_genes_df`: columns ``rank``, ``gene`` or ``feature``, ``selected``,
+    ``mean``, ``sd``, optionally ``class`` and ``description``). The ``top`` best-ranked selected genes
+    of each class are drawn, best at the top; a bar that crosses zero marks a weight whose sign the
+    data do not pin down. One panel per class (at most 12). Returns the matplotlib Figure.
+    """
+    from matplotlib.figure import Figure
+
+    table = ranked.copy()
+    if "class" not in table:
+        table["class"] = ""
+    name_col = "gene" if "gene" in table else "feature"
+    classes = list(dict.fromkeys(table["class"].astype(str)))[:12]
+    n_rows = [min(int(table.loc[(table["class"].astype(str) == c) & table["selected"]].shape[0]),
+                  top) for c in classes]
+    height = max(2.5, 0.22 * max(n_rows + [1]) + 1.2)
+    ncol = min(len(classes), 3)
+    nrow = -(-len(classes) // ncol)
+    if fig is None:
+        fig = Figure(figsize=(4.6 * ncol, height * nrow))
+    axes = np.atleast_1d(fig.subplots(nrow, ncol, squeeze=False)).ravel()
+    for ax, cls in zip(axes, classes):
+        sub = table[(table["class"].astype(str) == cls) & table["selected"].astype(bool)]
+        sub = sub.sort_values("rank", kind="stable").head(top)
+        k = len(sub)
+        ypos = np.arange(k)[::-1]
+        labels = sub[name_col].astype(str).to_numpy()
+        if "description" in sub:
+            desc = sub["description"].fillna("").astype(str).str.slice(0, 22).to_numpy()
+            labels = np.array([f"{g} {d}".strip() for g, d in zip(labels, desc)])
+        mean = sub["mean"].to_numpy(float)
+        sd = sub["sd"].to_numpy(float)
+        colors = np.where(np.abs(mean) > 2 * sd, "C0", "0.6")
+        ax.errorbar(mean, ypos, xerr=2 * sd, fmt="none", ecolor=colors, elinewidth=1.2)
+        ax.scatter(mean, ypos, c=colors, s=14, zorder=3)
+        ax.axvline(0.0, color="k", lw=0.8)
+        ax.set_yticks(ypos)
+        ax.set_yticklabels(labels, fontsize=7)
+        ax.set_xlabel("weight (posterior mean +- 2 sd)")
+        ax.grid(True, axis="x", alpha=0.3)
+        sub_title = f"{cls} vs rest" if len(classes) > 1 else (title or "")
+        if sub_title:
+            ax.set_title(sub_title, fontsize=9)
+        if k == 0:
+            ax.text(0.5, 0.5, "no gene selected", ha="center", va="center",
+                    transform=ax.transAxes)
+    for ax in axes[len(classes):]:
+        ax.set_visible(False)
+    if title and len(classes) > 1:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def write_weights_png(ranked: pd.DataFrame, path, *, top: int = 25, title: str | None = None):
+    """Save :func:`plot_weights` as PNG (100 dpi, no software or date metadata), atomically."""
+    fig = plot_weights(ranked, top=top, title=title)
+    with atomic_write(path, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=100, metadata={"Software": None})
+
+
+def calibration_table(predictions: pd.DataFrame, *, n_bins: int = 10) -> pd.DataFrame:
+    """Reliability of held-out probabilities: observed accuracy per bin of predicted confidence.
+
+    ``predictions`` has columns ``criterion``, ``confidence`` (the predicted probability of the
+    predicted class) and ``correct`` (bool). Bins are equal-width on [0.5, 1] for two classes and
+    [0, 1] otherwise (``n_classes`` column, if present, decides; default [0, 1]). Returns one row per
+    criterion and non-empty bin: ``criterion``, ``bin_low``, ``bin_high``, ``n``, ``mean_confidence``,
+    ``accuracy``; plus the expected calibration error per criterion in ``ece`` (same on every row).
+    """
+    rows = []
+    lo = 0.5 if "n_classes" in predictions and (predictions["n_classes"] == 2).all() else 0.0
+    edges = np.linspace(lo, 1.0, n_bins + 1)
+    for crit, sub in predictions.groupby("criterion", sort=False):
+        conf = sub["confidence"].to_numpy(float)
+        corr = sub["correct"].to_numpy(bool)
+        idx = np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, n_bins - 1)
+        ece = 0.0
+        crit_rows = []
+        for b in range(n_bins):
+            m = idx == b
+            if not m.any():
+                continue
+            mc, acc = float(conf[m].mean()), float(corr[m].mean())
+            ece += m.mean() * abs(mc - acc)
+            crit_rows.append({"criterion": crit, "bin_low": edges[b], "bin_high": edges[b + 1],
+                              "n": int(m.sum()), "mean_confidence": mc, "accuracy": acc})
+        for r in crit_rows:
+            r["ece"] = ece
+        rows.extend(crit_rows)
+    return pd.DataFrame(rows, columns=["criterion", "bin_low", "bin_high", "n", "mean_confidence",
+                                       "accuracy", "ece"])
+
+
+def plot_calibration(table: pd.DataFrame, *, title: str | None = None, fig=None):
+    """Reliability diagram from :func:`calibration_table`: accuracy against mean confidence per bin.
+
+    Points on the diagonal are calibrated; below it, over-confident. Marker area follows the number
+    of held-out predictions in the bin. Returns the matplotlib Figure.
+    """
+    from matplotlib.figure import Figure
+
+    if fig is None:
+        fig = Figure(figsize=(5.0, 4.6))
+    ax = fig.subplots()
+    lo = float(table["bin_low"].min()) if len(table) else 0.0
+    ax.plot([lo, 1], [lo, 1], color="k", lw=0.8, ls="--", label="calibrated")
+    for i, (crit, sub) in enumerate(table.groupby("criterion", sort=False)):
+        size = 12 + 200 * sub["n"] / max(1, table["n"].max())
+        ax.plot(sub["mean_confidence"], sub["accuracy"], "-", color=f"C{i}", lw=1.0)
+        ax.scatter(sub["mean_confidence"], sub["accuracy"], s=size, color=f"C{i}",
+                   label=f"{crit} (ECE {sub['ece'].iloc[0]:.3f})", zorder=3)
+    ax.set_xlabel("predicted probability of the predicted class")
+    ax.set_ylabel("observed accuracy on held-out samples")
+    ax.set_xlim(lo - 0.02, 1.02)
+    ax.set_ylim(min(lo, float(table["accuracy"].min()) if len(table) else 0) - 0.05, 1.05)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small", loc="lower right")
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def write_calibration_png(table: pd.DataFrame, path, *, title: str | None = None) -> None:
+    """Save :func:`plot_calibration` as PNG (100 dpi, no software or date metadata), atomically."""
+    fig = plot_calibration(table, title=title)
     with atomic_write(path, "wb") as fh:
         fig.savefig(fh, format="png", dpi=100, metadata={"Software": None})

@@ -38,10 +38,21 @@ def _one_split(split, X, y, train, test, preprocess, max_steps, seed):
         est = ardselect.ARDClassifier(criterion="loo", random_state=seed, **params)
         est.fit(Ztr, y[train])
     rows = []
+    preds = []
     for criterion in ardselect.CRITERIA:
         step = est.choose_step(criterion)
         model = est.at_step(step)
-        errors = int(np.sum(model.predict(Zte) != y[test]))
+        proba = model.predict_proba(Zte)
+        predicted = model.classes_[np.argmax(proba, axis=1)]
+        errors = int(np.sum(predicted != y[test]))
+        preds.append(pd.DataFrame({
+            "split": split,
+            "criterion": criterion,
+            "sample": np.asarray(test),
+            "n_classes": len(model.classes_),
+            "confidence": proba.max(axis=1),
+            "correct": predicted == y[test],
+        }))
         rows.append(
             {
                 "split": split,
@@ -56,7 +67,7 @@ def _one_split(split, X, y, train, test, preprocess, max_steps, seed):
                 else str(int(step)),
             }
         )
-    return rows
+    return rows, pd.concat(preds, ignore_index=True)
 
 
 def evaluate_splits(
@@ -71,8 +82,13 @@ def evaluate_splits(
     seed: int = 0,
     n_jobs: int = -1,
     quiet: bool = False,
-) -> pd.DataFrame:
-    """Per-partition, per-criterion test errors and gene counts (one row each)."""
+    return_predictions: bool = False,
+):
+    """Per-partition, per-criterion test errors and gene counts (one row each).
+
+    With ``return_predictions``, also the held-out predictions (``split``, ``criterion``, ``sample``,
+    ``n_classes``, ``confidence`` = probability of the predicted class, ``correct``), for calibration.
+    """
     import scipy.sparse as sp
     from joblib import Parallel, delayed
     from sklearn.model_selection import StratifiedShuffleSplit
@@ -116,20 +132,28 @@ def evaluate_splits(
     parallel = Parallel(n_jobs=n_jobs, return_as="generator_unordered")
     progress = task_progress(len(parts), "partitions", quiet=quiet)
     rows = []
+    preds = []
     if progress is None:
-        for chunk in parallel(jobs):
+        for chunk, pred in parallel(jobs):
             rows.extend(chunk)
+            preds.append(pred)
     else:
         with progress:
             task = progress.add_task("partitions", total=len(parts))
-            for chunk in parallel(jobs):
+            for chunk, pred in parallel(jobs):
                 rows.extend(chunk)
+                preds.append(pred)
                 progress.advance(task)
     order = {c: k for k, c in enumerate(ardselect.CRITERIA)}
     df = pd.DataFrame(rows, columns=list(_COLUMNS))
     df["_c"] = df["criterion"].map(order)
-    df = df.sort_values(["split", "_c"], kind="stable").drop(columns="_c")
-    return df.reset_index(drop=True)
+    df = df.sort_values(["split", "_c"], kind="stable").drop(columns="_c").reset_index(drop=True)
+    if not return_predictions:
+        return df
+    pred = pd.concat(preds, ignore_index=True)
+    pred["_c"] = pred["criterion"].map(order)
+    pred = pred.sort_values(["split", "_c", "sample"], kind="stable").drop(columns="_c")
+    return df, pred.reset_index(drop=True)
 
 
 def summarize(results: pd.DataFrame) -> pd.DataFrame:

@@ -46,7 +46,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-FIT_OUTPUTS = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "model.json")
+FIT_OUTPUTS = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "weights.png", "model.json")
 
 
 def _version(value: bool):
@@ -263,7 +263,7 @@ def fit(
             "--out",
             "-o",
             help="Output folder (written atomically): genes.tsv, genes.gmt, path.tsv, path.png, "
-            "model.json.",
+            "weights.png, model.json.",
         ),
     ] = Path("results"),
     write_h5ad: Annotated[
@@ -340,6 +340,7 @@ def fit(
             ardselect.io.write_gmt(ardselect.get.gene_sets(adata), tmp / "genes.gmt")
             ardselect.io.write_path_tsv(path_table, tmp / "path.tsv")
             ardselect.io.write_path_png(path_table, tmp / "path.png", title=title)
+            ardselect.io.write_weights_png(ranked, tmp / "weights.png", title=title)
             ardselect.get.model(adata).save(tmp / "model.json")
             if write_h5ad is not None:
                 adata.write_h5ad(tx.file(write_h5ad))
@@ -516,7 +517,8 @@ def evaluate(
         typer.Option(
             "--out",
             "-o",
-            help="Folder for splits.tsv (per partition and criterion) and summary.tsv.",
+            help="Folder for splits.tsv (per partition and criterion), summary.tsv, predictions.tsv "
+            "(held-out probabilities) and calibration.tsv / calibration.png (reliability diagram).",
             show_default=False,
         ),
     ] = None,
@@ -575,13 +577,22 @@ def evaluate(
             seed=seed,
             n_jobs=n_jobs,
             quiet=quiet,
+            return_predictions=True,
         )
+        results, predictions = results
         summary = summarize(results)
         if out is not None:
+            calib = ardselect.io.calibration_table(predictions)
             with Transaction() as tx:
                 tmp = tx.directory(out)
                 ardselect.io.write_path_tsv(results, tmp / "splits.tsv")
                 ardselect.io.write_path_tsv(summary, tmp / "summary.tsv")
+                ardselect.io.write_path_tsv(predictions, tmp / "predictions.tsv")
+                ardselect.io.write_path_tsv(calib, tmp / "calibration.tsv")
+                ardselect.io.write_calibration_png(
+                    calib, tmp / "calibration.png",
+                    title=f"{data.name}: held-out calibration, {splits} partitions",
+                )
                 tx.commit()
         if not quiet:
             _evaluate_summary(summary, results, data, label_key, out)
@@ -610,7 +621,10 @@ def _evaluate_summary(summary, results, data, label_key, out):
         )
     console.print(table)
     if out is not None:
-        console.print(f"wrote {out}/splits.tsv, {out}/summary.tsv")
+        console.print(
+            f"wrote {out}/splits.tsv, {out}/summary.tsv, {out}/predictions.tsv, "
+            f"{out}/calibration.tsv, {out}/calibration.png"
+        )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import ardselect
 from ardselect._anndata import _rank_core
 
 runner = CliRunner()
-FILES = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "model.json")
+FILES = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "weights.png", "model.json")
 
 
 def run(*args):
@@ -447,6 +447,17 @@ def test_evaluate(data, tmp_path):
     assert row["errors_mean"] == pytest.approx(sub.mean())
     assert row["errors_se"] == pytest.approx(sub.std(ddof=1) / np.sqrt(3))
     assert "± " in result.stdout
+    # held-out predictions agree with the error counts, and the calibration files are written
+    pred = pd.read_csv(out / "predictions.tsv", sep="\t")
+    assert len(pred) == 3 * 3 * 12
+    wrong = (~pred["correct"]).groupby([pred["split"], pred["criterion"]]).sum()
+    for r in splits.itertuples():
+        assert wrong[(r.split, r.criterion)] == r.errors
+    assert (pred["confidence"] >= 0.5).all()
+    calib = pd.read_csv(out / "calibration.tsv", sep="\t")
+    assert set(calib["criterion"]) <= set(ardselect.CRITERIA)
+    assert calib.groupby("criterion")["n"].sum().eq(36).all()
+    assert (out / "calibration.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_evaluate_bad_train_size(data):

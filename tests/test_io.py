@@ -421,3 +421,48 @@ def test_load_model_errors(tmp_path):
     path.write_text('{"format": "ardselect-model", "format_version": 99}')
     with pytest.raises(ModelError, match="format version 99 is not supported"):
         aio.load_model(path)
+
+
+def test_calibration_table_counts_and_ece():
+    import pandas as pd
+
+    from ardselect.io import calibration_table
+
+    pred = pd.DataFrame({
+        "criterion": ["loo"] * 4 + ["evidence"] * 2,
+        "n_classes": 2,
+        "confidence": [0.55, 0.58, 0.95, 0.97, 0.6, 0.99],
+        "correct": [True, False, True, True, True, False],
+    })
+    t = calibration_table(pred, n_bins=5)
+    loo = t[t.criterion == "loo"]
+    assert loo["n"].tolist() == [2, 2]
+    assert loo["accuracy"].tolist() == [0.5, 1.0]
+    # ECE = sum_b (n_b / n) |conf_b - acc_b|, computed by hand
+    expected = 0.5 * abs(0.565 - 0.5) + 0.5 * abs(0.96 - 1.0)
+    assert loo["ece"].iloc[0] == pytest.approx(expected)
+    assert t.loc[t.criterion == "evidence", "bin_low"].tolist() == pytest.approx([0.6, 0.9])
+
+
+def test_weights_and_calibration_plots_are_written(tmp_path, expression):
+    import pandas as pd
+
+    from ardselect import ARDClassifier
+    from ardselect.io import (
+        calibration_table,
+        write_calibration_png,
+        write_weights_png,
+    )
+
+    df = expression(n_samples=40, n_genes=12, n_classes=3, seed=2)
+    X = pd.DataFrame(np.log(df.iloc[:, 2:].to_numpy()), columns=df.columns[2:])
+    clf = ARDClassifier().fit(X, df["label"])
+    ranked = clf.ranked_features()
+    write_weights_png(ranked, tmp_path / "w.png", title="three classes")
+    pred = pd.DataFrame({"criterion": "loo", "n_classes": 3,
+                         "confidence": clf.predict_proba(X).max(axis=1),
+                         "correct": clf.predict(X) == df["label"].to_numpy()})
+    write_calibration_png(calibration_table(pred), tmp_path / "c.png")
+    for name in ("w.png", "c.png"):
+        data = (tmp_path / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
