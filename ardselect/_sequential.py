@@ -45,6 +45,9 @@ __all__ = [
 logger = logging.getLogger("ardselect.path")
 
 NONE, ADD, DELETE, REESTIMATE = 0, 1, 2, 3
+
+#: Entries of the dense slab used when scoring a sparse design in sample space (about 32 MB).
+_SPARSE_BLOCK = 4_000_000
 ACTION_NAMES = {NONE: "none", ADD: "add", DELETE: "delete", REESTIMATE: "reestimate"}
 
 
@@ -66,11 +69,19 @@ def score_candidates(Phi, post: LatentPosterior, b, t, *, sq_cache=None):
     nu = b * t
     if post.route == "sample":
         M = tri_solve(post.L, np.diag(post.s))  # (n, n) = Bs^-1/2 T^1/2
-        Z = (Phi.T @ M.T).T if sp.issparse(Phi) else M @ Phi  # (n, m)
-        Z = np.asarray(Z)
         zt = M @ t  # (n,)
-        S = np.einsum("ij,ij->j", Z, Z)
-        Q = zt @ Z
+        if not sp.issparse(Phi):
+            Z = M @ Phi  # (n, m)
+            return np.einsum("ij,ij->j", Z, Z), zt @ Z
+        # Sparse: a dense (n, block) slab at a time, so memory stays O(n * block), never O(n * m).
+        m = Phi.shape[1]
+        S = np.empty(m)
+        Q = np.empty(m)
+        block = max(1, _SPARSE_BLOCK // max(1, Phi.shape[0]))
+        for lo in range(0, m, block):
+            Z = np.asarray((Phi[:, lo:lo + block].T @ M.T).T)  # (n, block)
+            S[lo:lo + block] = np.einsum("ij,ij->j", Z, Z)
+            Q[lo:lo + block] = zt @ Z
         return S, Q
     BPhi_sq = _col_sq_norms_weighted(Phi, b) if sq_cache is None else sq_cache
     Qfull = np.asarray(Phi.T @ nu).ravel()  # (m,)

@@ -123,3 +123,18 @@ def test_alpha_floor_and_disallowed_features():
     assert np.all(new_alpha[fin] >= 10.0)
     inactive_blocked = ~np.isfinite(alpha) & ~allowed
     assert np.all(gain[inactive_blocked] == -np.inf)
+
+
+def test_sparse_sample_route_in_blocks_matches_dense(monkeypatch):
+    import ardselect._sequential as seq
+
+    Phi, b, t, alpha = _problem(8, 8, 40, 12)
+    Phi[np.abs(Phi) < 0.8] = 0.0
+    act = np.flatnonzero(np.isfinite(alpha))
+    post = latent_posterior(Phi[:, act], alpha[act], b, b * t)
+    assert post.route == "sample"
+    S, Q = score_candidates(Phi, post, b, t)
+    monkeypatch.setattr(seq, "_SPARSE_BLOCK", 8 * 7)  # blocks of 7 columns
+    S_s, Q_s = score_candidates(sp.csc_matrix(Phi), post, b, t)
+    np.testing.assert_allclose(S_s, S, rtol=1e-10)
+    np.testing.assert_allclose(Q_s, Q, rtol=1e-10, atol=1e-12)
