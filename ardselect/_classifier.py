@@ -428,7 +428,7 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         alpha = np.full((k, n_basis), np.inf)
         intercept = np.zeros(k)
         posts = []
-        for i, (fit, step) in enumerate(zip(self._fits, steps)):
+        for i, (fit, step) in enumerate(zip(self._fits, steps, strict=True)):
             fit.set_step(step)
             feat = fit.active != fit.intercept_col
             cols = fit.active[feat]
@@ -446,7 +446,7 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         self.posteriors_ = posts
         chosen = [f.chosen for f in self._fits]
         self.chosen_step_ = chosen[0] if k == 1 else {
-            c: s for c, s in zip(self.classes_, chosen)}
+            c: s for c, s in zip(self.classes_, chosen, strict=True)}
         in_model = np.isfinite(alpha).any(axis=0)
         if self._is_features:
             self.support_ = in_model
@@ -478,7 +478,7 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         check_criterion(criterion)
         steps = [f.choose(criterion) for f in self._fits]
-        return steps[0] if len(steps) == 1 else dict(zip(self.classes_, steps))
+        return steps[0] if len(steps) == 1 else dict(zip(self.classes_, steps, strict=True))
 
     def at_step(self, step):
         """A fitted copy of this classifier using the model at path ``step``.
@@ -493,7 +493,7 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         steps = [step[c] for c in self.classes_] if isinstance(step, dict) else [step]
         if len(steps) != len(self._fits):
             raise ValueError("with more than two classes, give a dict class -> step.")
-        for s, fit in zip(steps, self._fits):
+        for s, fit in zip(steps, self._fits, strict=True):
             if not 0 <= int(s) < len(fit.steps):
                 raise ValueError(f"step must be in [0, {len(fit.steps) - 1}]; got {s!r}.")
         new = copy.copy(self)

@@ -429,8 +429,9 @@ def ep_probit(X, y, alpha, *, loo_prob_scale=50.0, damping=1.0, tol=1e-8, max_it
     P = t[:, None] * Xa
     st = run_ep(P, alpha[active], damping=damping, tol=tol, max_iter=max_iter, route=route)
     if not st.converged:
-        from sklearn.exceptions import ConvergenceWarning
         import warnings
+
+        from sklearn.exceptions import ConvergenceWarning
 
         warnings.warn(
             f"EP did not converge in {max_iter} sweeps; increase max_iter or lower damping.",

@@ -253,7 +253,7 @@ class SequentialPath:
         elif not ok.any():
             # Nothing is individually relevant: start from the best feature anyway so the path exists.
             cand = np.flatnonzero(model.allowed)
-            j = cand[np.argmax((Q[cand] ** 2 / S[cand]))]
+            j = cand[np.argmax(Q[cand] ** 2 / S[cand])]
             start = np.array([j])
             alpha[j] = max(S[j] ** 2 / max(Q[j] ** 2 - S[j], 1e-12 * S[j]), self.alpha_min)
         else:

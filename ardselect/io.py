@@ -1144,7 +1144,7 @@ def plot_weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = Non
     if fig is None:
         fig = Figure(figsize=(4.6 * ncol, height * nrow))
     axes = np.atleast_1d(fig.subplots(nrow, ncol, squeeze=False)).ravel()
-    for ax, cls in zip(axes, classes):
+    for ax, cls in zip(axes, classes, strict=False):
         sub = table[(table["class"].astype(str) == cls) & table["selected"].astype(bool)]
         sub = sub.sort_values("rank", kind="stable").head(top)
         k = len(sub)
@@ -1152,7 +1152,7 @@ def plot_weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = Non
         labels = sub[name_col].astype(str).to_numpy()
         if "description" in sub:
             desc = sub["description"].fillna("").astype(str).str.slice(0, 22).to_numpy()
-            labels = np.array([f"{g} {d}".strip() for g, d in zip(labels, desc)])
+            labels = np.array([f"{g} {d}".strip() for g, d in zip(labels, desc, strict=True)])
         mean = sub["mean"].to_numpy(float)
         sd = sub["sd"].to_numpy(float)
         colors = np.where(np.abs(mean) > 2 * sd, "C0", "0.6")

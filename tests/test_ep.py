@@ -109,7 +109,7 @@ def test_weight_and_sample_routes_agree():
     np.testing.assert_allclose(a.f_var, b.f_var, rtol=1e-9)
     assert a.log_det_B == pytest.approx(b.log_det_B, rel=1e-12)
     Xn = rng.normal(size=(4, d))
-    for u, v in zip(a.latent(Xn), b.latent(Xn)):
+    for u, v in zip(a.latent(Xn), b.latent(Xn), strict=True):
         np.testing.assert_allclose(u, v, rtol=1e-9)
     # Direct p x p algebra as a third opinion.
     S = np.linalg.inv(np.diag(alpha) + P.T @ (tau[:, None] * P))
