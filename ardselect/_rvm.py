@@ -596,7 +596,10 @@ class RVMRegressor(RegressorMixin, _RVMBase):
         Fix the noise variance (in units of ``y**2``) instead of estimating it.
     init : {"single", "relevant"} or int, default="single"
         Starting model: the single basis function that raises the marginal likelihood most (Tipping
-        & Faul), every function relevant on its own (``"relevant"``), or the k best.
+        & Faul), every function relevant on its own (``"relevant"``, the closest start to Tipping's
+        prune-from-all algorithm), or the k best. Growing from one function can stop at sparser,
+        noisier evidence maxima: on Friedman #1 ``"relevant"`` gives test MSE 2.91 against 3.38 over
+        20 data sets (benchmarks/rvm_regression.py), at about twice the fitting time.
     max_steps : int, default=2000
         Maximum number of add / delete / re-estimate steps.
     tol : float, default=1e-6
@@ -694,7 +697,7 @@ class RVMRegressor(RegressorMixin, _RVMBase):
     """
 
     def __init__(self, *, kernel="rbf", gamma="scale", degree=3, coef0=1.0, fit_intercept=True,
-                 optimize_eta=False, eta_max_iter=50, noise_variance=None, init="single",
+                 optimize_eta=False, eta_max_iter=50, noise_variance=None, init="relevant",
                  max_steps=2000, tol=1e-6, alpha_min=0.0, patience=20):
         self.kernel = kernel
         self.gamma = gamma
