@@ -697,7 +697,7 @@ class RVMRegressor(RegressorMixin, _RVMBase):
     """
 
     def __init__(self, *, kernel="rbf", gamma="scale", degree=3, coef0=1.0, fit_intercept=True,
-                 optimize_eta=False, eta_max_iter=50, noise_variance=None, init="relevant",
+                 optimize_eta=False, eta_max_iter=50, noise_variance=None, init="single",
                  max_steps=2000, tol=1e-6, alpha_min=0.0, patience=20):
         self.kernel = kernel
         self.gamma = gamma
