@@ -203,6 +203,15 @@ def _read(data, *, genes_in_rows, label_key, labels, layer=None):
     )
 
 
+def _check_source_options(data: Path, layer, use_raw: bool) -> None:
+    """``--layer`` and ``--use-raw`` only make sense for .h5ad input."""
+    import ardselect
+
+    if (layer is not None or use_raw) and ardselect.io.detect_format(data) != "h5ad":
+        msg = "--layer and --use-raw apply to .h5ad input only"
+        raise UsageError(msg)
+
+
 def _check_label_key(adata, label_key: str, data: Path):
     if label_key not in adata.obs.columns:
         avail = ", ".join(map(str, adata.obs.columns)) or "none"
@@ -295,10 +304,7 @@ def fit(
             raise UsageError(msg)
         if write_h5ad is not None:
             check_output(write_h5ad, overwrite=overwrite, kind="file")
-        is_h5ad = ardselect.io.detect_format(data) == "h5ad"
-        if (layer is not None or use_raw) and not is_h5ad:
-            msg = "--layer and --use-raw apply to .h5ad input only"
-            raise UsageError(msg)
+        _check_source_options(data, layer, use_raw)
         if layer is not None and use_raw:
             msg = "give --layer or --use-raw, not both"
             raise UsageError(msg)
@@ -544,10 +550,7 @@ def evaluate(
             raise UsageError(msg)
         if out is not None:
             check_output(out, overwrite=overwrite, kind="output folder")
-        is_h5ad = ardselect.io.detect_format(data) == "h5ad"
-        if (layer is not None or use_raw) and not is_h5ad:
-            msg = "--layer and --use-raw apply to .h5ad input only"
-            raise UsageError(msg)
+        _check_source_options(data, layer, use_raw)
         adata = _read(data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels,
                       layer=layer)
         _check_label_key(adata, label_key, data)
