@@ -204,11 +204,14 @@ def _read(data, *, genes_in_rows, label_key, labels, layer=None):
 
 
 def _check_source_options(data: Path, layer, use_raw: bool) -> None:
-    """``--layer`` and ``--use-raw`` only make sense for .h5ad input."""
+    """``--layer`` and ``--use-raw`` only make sense for .h5ad input, and exclude each other."""
     import ardselect
 
     if (layer is not None or use_raw) and ardselect.io.detect_format(data) != "h5ad":
         msg = "--layer and --use-raw apply to .h5ad input only"
+        raise UsageError(msg)
+    if layer is not None and use_raw:
+        msg = "give --layer or --use-raw, not both"
         raise UsageError(msg)
 
 
@@ -305,9 +308,6 @@ def fit(
         if write_h5ad is not None:
             check_output(write_h5ad, overwrite=overwrite, kind="file")
         _check_source_options(data, layer, use_raw)
-        if layer is not None and use_raw:
-            msg = "give --layer or --use-raw, not both"
-            raise UsageError(msg)
         adata = _read(data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels)
         _check_label_key(adata, label_key, data)
         y = adata.obs[label_key]

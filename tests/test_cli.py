@@ -499,3 +499,12 @@ def test_golub_fit_end_to_end(tmp_path):
     genes = pd.read_csv(tmp_path / "res" / "genes.tsv", sep="\t", keep_default_na=False)
     assert len(genes) == 7129
     assert genes["description"].iloc[0] != ""
+
+
+@pytest.mark.parametrize("command", ["fit", "evaluate"])
+def test_layer_and_use_raw_exclude_each_other(command, adata_factory, tmp_path):
+    path = tmp_path / "a.h5ad"
+    adata_factory(n_samples=12, n_genes=6).write_h5ad(path)
+    result = run(command, path, "--layer", "counts", "--use-raw", "-o", tmp_path / "r")
+    assert_one_line_error(result, 2, r"give --layer or --use-raw, not both")
+    assert not (tmp_path / "r").exists()
