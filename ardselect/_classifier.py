@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from ._basis import LinearBasis, design_matrix, make_basis, unit_rms
-from ._criteria import CRITERIA, check_criterion, choose_step
+from ._criteria import check_criterion, choose_step
 from ._ep import loo_error, loo_prob_error, run_ep
 from ._probit import log_Phi, tilted_moments
 from ._sequential import SequentialPath, score_candidates
@@ -129,7 +129,6 @@ class _BinaryFit:
         self.post = st.post
         c = self.scale[s.active]
         self.mean = st.post.mean / c  # back to the units of the basis
-        self.cov_scaled = None
         self.var = st.post.var() / c**2
         self.ep = st
 
@@ -616,5 +615,3 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         out.loc[out["entered_step"] < 0, "entered_step"] = pd.NA
         return out
 
-
-CRITERIA = CRITERIA

@@ -182,7 +182,6 @@ class EPState:
     n_iter: int
     converged: bool
     n_skipped: int = 0
-    extras: dict = field(default_factory=dict)
 
 
 def _cavity(post: LatentPosterior, tau, nu):

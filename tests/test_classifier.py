@@ -86,8 +86,6 @@ def test_predict_proba_integrates_over_the_posterior():
     rng = np.random.default_rng(0)
     W = rng.multivariate_normal(post.mean, post.cov, size=200_000)
     x = np.append(X[:5], np.ones((5, 1)), axis=1)  # intercept is the last column of the model
-    xa = np.where(post.index >= 0, 0, 1)  # placeholder to keep shapes clear
-    del xa
     cols = [x[:, i] if i >= 0 else np.ones(5) for i in post.index]
     Xa = np.column_stack(cols)
     mc = norm.cdf(Xa @ W.T).mean(axis=1)
