@@ -1062,6 +1062,22 @@ _PATH_PANELS = (
     ("loo_prob_error", "LOO error probability"),
     ("n_features", "genes in model"),
 )
+#: The LOO error probability panel is on a log scale (as the paper's Figure 2): on separable data
+#: it falls to ~1e-300. Values below this floor (including exact zeros) are drawn at the floor.
+_LOG_PANEL_FLOOR = 1e-300
+
+
+def _log_probability_axis(ax, values):
+    """Log y axis from the smallest value (floored) to 1, ticked at round powers of ten."""
+    from matplotlib.ticker import MaxNLocator
+
+    lo = np.log10(max(float(np.min(values)), _LOG_PANEL_FLOOR))
+    exps = MaxNLocator(nbins=4, steps=[1, 2, 5, 10], integer=True).tick_values(min(lo, -1.0), 0.0)
+    exps = exps[(exps >= np.floor(min(lo, -1.0))) & (exps <= 0)]
+    ax.set_yscale("log")
+    ax.set_yticks(10.0**exps, [("1" if e == 0 else f"1e{int(e)}") for e in exps])
+    ax.minorticks_off()
+    ax.set_ylim(10.0 ** (min(lo, -1.0) - 0.05 * max(1.0, -lo)), 2.0)
 
 
 def plot_path(path_table: pd.DataFrame, *, title: str | None = None, fig=None):
@@ -1070,7 +1086,8 @@ def plot_path(path_table: pd.DataFrame, *, title: str | None = None, fig=None):
     ``path_table`` has the columns of :func:`ardselect.get.path_df` (``class``, ``step``, the four
     quantities, and ``chosen`` marking the chosen step of each class). Each panel shares the step
     axis; the chosen step is marked by a dashed line (binary) or a dot per class (multi-class), as
-    in Figure 2 of Qi et al. (2004). Returns the matplotlib Figure.
+    in Figure 2 of Qi et al. (2004). The LOO error probability is on a log scale, as in the
+    paper (values below 1e-300, and zeros, are drawn at 1e-300). Returns the matplotlib Figure.
     """
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
@@ -1084,16 +1101,21 @@ def plot_path(path_table: pd.DataFrame, *, title: str | None = None, fig=None):
         for i, cls in enumerate(classes):
             sub = path_table[path_table["class"].astype(str) == cls]
             color = f"C{i % 10}"
-            ax.plot(sub["step"], sub[col], color=color, lw=1.2, label=cls if multi else None)
-            chosen = sub[sub["chosen"].astype(bool)]
-            if not chosen.empty:
+            values = sub[col].to_numpy(dtype=float)
+            if col == "loo_prob_error":
+                values = np.maximum(values, _LOG_PANEL_FLOOR)
+            ax.plot(sub["step"], values, color=color, lw=1.2, label=cls if multi else None)
+            chosen = sub["chosen"].astype(bool).to_numpy()
+            if chosen.any():
                 if multi:
-                    ax.plot(chosen["step"], chosen[col], "o", color=color, ms=5)
+                    ax.plot(sub["step"][chosen], values[chosen], "o", color=color, ms=5)
                 else:
-                    ax.axvline(
-                        float(chosen["step"].iloc[0]), color="k", ls="--", lw=1.0,
-                        label=f"chosen step {int(chosen['step'].iloc[0])}",
-                    )
+                    step = int(sub["step"][chosen].iloc[0])
+                    ax.axvline(float(step), color="k", ls="--", lw=1.0,
+                               label=f"chosen step {step}")
+        if col == "loo_prob_error":
+            _log_probability_axis(ax, path_table[col].to_numpy(dtype=float))
+            label += " (log)"
         ax.set_ylabel(label)
         ax.grid(True, alpha=0.3)
     axes[-1].set_xlabel("path step")

@@ -355,6 +355,30 @@ def test_path_png_deterministic(tmp_path):
     assert a.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_path_plot_loo_probability_is_log_scaled_down_to_its_smallest_value():
+    """Separable data give LOO error probabilities near 1e-300 (and exact zeros): the panel is on a
+    log scale whose range reaches the smallest value, with zeros drawn at the 1e-300 floor."""
+    path_table = pd.DataFrame(
+        {
+            "class": ["b"] * 4,
+            "step": [0, 1, 2, 3],
+            "log_evidence": [-9.0, -8.0, -7.5, -7.4],
+            "loo_error": [0.2, 0.0, 0.0, 0.0],
+            "loo_prob_error": [0.21, 1e-40, 1e-120, 0.0],
+            "n_features": [1, 2, 3, 3],
+            "chosen": [False, True, False, False],
+        }
+    )
+    ax = aio.plot_path(path_table).axes[2]
+    assert ax.get_yscale() == "log"
+    lo, hi = ax.get_ylim()
+    assert lo <= 1e-300 and 1.0 <= hi < 10.0
+    line = ax.get_lines()[0].get_ydata()
+    np.testing.assert_array_equal(line, [0.21, 1e-40, 1e-120, 1e-300])
+    ticks = ax.get_yticks()
+    assert ticks.max() == 1.0 and ticks.min() >= lo and len(ticks) >= 3
+
+
 # ------------------------------------------------------------------------------ portable model
 
 
