@@ -716,9 +716,9 @@ class RVMRegressor(RegressorMixin, _RVMBase):
     ``tol``. Input dimensions that do not matter get ``eta_k -> 0``. The result is a local
     maximum, and which one depends on the start: on Friedman #3 a uniform start at
     ``gamma = 0.02`` ends 11-42 nats below the GP start, with a test MSE of 0.0200 against 0.0142
-    (20 data sets, benchmarks/rvm_regression.py). The GP stage costs one scikit-learn ARD GP fit
-    (``O(n^3)`` per iteration; on more than 1000 points it is fitted to a seeded subsample of
-    1000).
+    (20 data sets drawn as in benchmarks/rvm_regression.py). The GP stage costs one scikit-learn
+    ARD GP fit (``O(n^3)`` per iteration; on more than 1000 points it is fitted to a seeded
+    subsample of 1000).
 
     With many more candidate functions than samples (e.g. ``kernel="features"`` on thousands of
     genes) the marginal likelihood can be maximised by interpolating the data: the noise variance
