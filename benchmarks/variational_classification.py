@@ -126,6 +126,10 @@ def print_table(title, results, n_test, paper, as_count):
             f"{arr[:, 2].mean():>9.1f} | "
             f"{paper_err:>11} {pk:>9}"
         )
+    if len(results) > 1:
+        sd = {m: 100 * np.std([r[m][0] for r in results], ddof=1) / n_test for m in ("SVM", "VRVM")}
+        print(f"(test error sd over the {len(results)} training sets: SVM {sd['SVM']:.1f}, "
+              f"VRVM {sd['VRVM']:.1f} points)")
     pe, pk = paper["RVM"]
     paper_err = f"{pe:d} / {n_test}" if as_count else f"{pe:.1f}%"
     print(f"{'RVM':<6} {'(type-II ML; not run here)':>60} | {paper_err:>11} {pk:>9}")
