@@ -833,6 +833,7 @@ class RVMRegressor(RegressorMixin, _RVMBase):
         bounds = [(np.log(lo_eta), np.log(hi_eta))] * X.shape[1]
         if self.eta_init == "gp":
             eta0 = np.clip(_gp_input_scales(Xd, t, gamma), lo_eta, hi_eta)
+            logger.debug("eta-RVR: ARD GP start, eta = %s", np.array2string(eta0, precision=3))
         else:
             eta0 = np.full(X.shape[1], gamma)
         self.eta_init_ = eta0
@@ -857,6 +858,8 @@ class RVMRegressor(RegressorMixin, _RVMBase):
             act = last.active
             alpha_raw = last.alpha * scale[act] ** 2  # precisions of the unscaled columns
             noise = last.stats["noise_variance"]
+            logger.debug("eta-RVR round %d: %d functions, scaled log marginal likelihood %.6g",
+                         r, act.size, last.stats["log_evidence"])
             if final:
                 break
             gain = last.stats["log_evidence"] - best
