@@ -679,7 +679,10 @@ class RVMRegressor(RegressorMixin, _RVMBase):
     eta_ : ndarray of shape (n_features_in_,)
         ``optimize_eta`` only: the fitted input scales.
     eta_init_ : ndarray of shape (n_features_in_,)
-        ``optimize_eta`` only: the starting input scales (the GP's with ``eta_init="gp"``).
+        ``optimize_eta`` only: the starting input scales of the kept fit.
+    eta_start_ : {"gp", "uniform"}
+        ``optimize_eta`` only: where the kept fit started. With ``eta_init="gp"`` it is
+        ``"uniform"`` when the GP start ended below the plain RVM at ``gamma`` (see Notes).
     n_iter_ : int
         Number of path steps (summed over eta rounds).
     basis_ : object
@@ -718,7 +721,11 @@ class RVMRegressor(RegressorMixin, _RVMBase):
     ``gamma = 0.02`` ends 11-42 nats below the GP start, with a test MSE of 0.0200 against 0.0142
     (20 data sets drawn as in benchmarks/rvm_regression.py). The GP stage costs one scikit-learn
     ARD GP fit (``O(n^3)`` per iteration; on more than 1000 points it is fitted to a seeded
-    subsample of 1000).
+    subsample of 1000). A GP models a linear trend by a very long length scale, at which every RVM
+    kernel is nearly constant: from there the path can find nothing to add. So when the GP start
+    ends with less evidence than the plain RVM at ``gamma`` (the uniform start's first path), the
+    fit restarts from the uniform scales (``eta_start_``); eta-RVR therefore never ends below the
+    plain RVM path at ``gamma``.
 
     With many more candidate functions than samples (e.g. ``kernel="features"`` on thousands of
     genes) the marginal likelihood can be maximised by interpolating the data: the noise variance
@@ -804,7 +811,7 @@ class RVMRegressor(RegressorMixin, _RVMBase):
         hi = NOISE_CEIL * max(float(np.mean(t * t)), var_t)
         if self.noise_variance is not None:
             lo = hi = noise0
-        for name in ("eta_", "eta_init_"):
+        for name in ("eta_", "eta_init_", "eta_start_"):
             if hasattr(self, name):
                 delattr(self, name)  # a refit without optimize_eta must not keep stale ones
         with threadpool_limits(limits=1, user_api="blas"):
@@ -831,15 +838,31 @@ class RVMRegressor(RegressorMixin, _RVMBase):
         # log eta stays within 1e-8 .. 1e4 times gamma
         lo_eta, hi_eta = gamma * np.exp(-18.0), gamma * np.exp(9.0)
         bounds = [(np.log(lo_eta), np.log(hi_eta))] * X.shape[1]
+        uniform = np.full(X.shape[1], gamma)
+        eta0, start = uniform, "uniform"
         if self.eta_init == "gp":
-            eta0 = np.clip(_gp_input_scales(Xd, t, gamma), lo_eta, hi_eta)
+            eta0, start = np.clip(_gp_input_scales(Xd, t, gamma), lo_eta, hi_eta), "gp"
             logger.debug("eta-RVR: ARD GP start, eta = %s", np.array2string(eta0, precision=3))
-        else:
-            eta0 = np.full(X.shape[1], gamma)
-        self.eta_init_ = eta0
         rounds = self._eta_rounds(X, Xd, t, eta0, bounds, noise0, lo, hi)
-        self._finish([(p, pr, s) for p, pr, s, _ in rounds], X.shape[0])
+        if start == "gp":
+            # Guard: the GP can model a linear trend by a very long length scale, at which every
+            # RVM kernel is nearly constant and the path finds nothing to add, so the fit stalls
+            # far below even the plain RVM at ``gamma``. Ending below that point (which eta-RVR
+            # from the uniform start never does) means the start failed: use the uniform one.
+            end = rounds[-1][0].steps[-1].stats["log_evidence"]
+            Phi_s, _, allowed = self._design(X, _ARDRBFBasis(uniform))
+            plain = self._run_path(_GaussianProblem(
+                Phi_s, allowed, t, noise0, noise_lo=lo, noise_hi=hi,
+                fit_noise=self.noise_variance is None), self._path_init(), tol=ETA_PATH_TOL)
+            if plain.steps[-1].stats["log_evidence"] > end:
+                logger.debug("eta-RVR: the GP start ended below the uniform start's first path; "
+                             "restarting from the uniform scales")
+                eta0, start = uniform, "uniform"
+                rounds = self._eta_rounds(X, Xd, t, eta0, bounds, noise0, lo, hi)
+        self.eta_init_, self.eta_start_ = eta0, start
         self.eta_ = rounds[-1][3]
+        self.basis_ = _ARDRBFBasis(self.eta_).fit(X)  # _design left the last design's basis
+        self._finish([(p, pr, s) for p, pr, s, _ in rounds], X.shape[0])
 
     def _eta_rounds(self, X, Xd, t, eta, bounds, noise0, lo, hi):
         """Alternate the sequential path and joint L-BFGS steps from the input scales ``eta``."""

@@ -338,6 +338,28 @@ def test_eta_rvr_from_gp_scales_reaches_higher_evidence_than_from_wide_uniform_s
     assert gp.log_marginal_likelihood_ > wide.log_marginal_likelihood_ + 5.0
 
 
+def test_eta_rvr_falls_back_to_the_uniform_start_when_the_gp_start_fails():
+    """A linear target: the GP puts a very long length scale on the informative input, every RVM
+    kernel is then nearly constant and the GP-started path stalls at the empty model, below the
+    plain RVM at ``gamma``. The fit must notice and restart from the uniform scales; it then ends
+    above the plain RVM (eta-RVR only climbs from there)."""
+    from sklearn.datasets import make_regression
+
+    X, y = make_regression(n_samples=200, n_features=10, n_informative=1, bias=5.0, noise=20,
+                           random_state=42)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    y = (y - y.mean()) / y.std()  # centred (as scikit-learn's check_regressors_train does)
+    model = RVMRegressor(optimize_eta=True, eta_max_iter=3).fit(X, y)
+    plain = RVMRegressor(init="relevant").fit(X, y)  # gamma="scale": the uniform start
+    assert model.eta_start_ == "uniform"
+    np.testing.assert_allclose(model.eta_init_, np.full(10, 0.1))  # gamma="scale" = 1 / (10 var X)
+    assert model.log_marginal_likelihood_ > plain.log_marginal_likelihood_
+    assert model.score(X, y) > 0.5
+    nonlinear = RVMRegressor(gamma=1.0, optimize_eta=True).fit(
+        X[:80, :3], np.sin(2 * X[:80, 0]) + 0.1 * np.random.default_rng(0).standard_normal(80))
+    assert nonlinear.eta_start_ == "gp"
+
+
 def test_init_auto_is_single_for_rvr_and_relevant_for_eta_rvr():
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(50, 2))
@@ -515,7 +537,7 @@ EXPECTED_FAILURES = {
 
 
 @parametrize_with_checks(
-    [RVMRegressor(), RVMClassifier()],
+    [RVMRegressor(), RVMRegressor(optimize_eta=True, eta_max_iter=3), RVMClassifier()],
     expected_failed_checks=lambda est: EXPECTED_FAILURES.get(type(est).__name__, {}),
 )
 def test_sklearn_contract(estimator, check):
