@@ -360,6 +360,21 @@ def test_eta_rvr_falls_back_to_the_uniform_start_when_the_gp_start_fails():
     assert nonlinear.eta_start_ == "gp"
 
 
+def test_max_init_bounds_the_starting_model():
+    """With wide kernels every function is relevant on its own: the start takes the ``max_init``
+    of largest gain (the same as ``init=max_init``), or all of them with ``max_init=None``."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(60, 2))
+    y = X[:, 0] + np.sin(3 * X[:, 1]) + 0.05 * rng.standard_normal(60)
+    all_relevant = RVMRegressor(gamma=0.5, init="relevant", max_init=None).fit(X, y)
+    n0 = int(all_relevant.path_["n_basis"].iloc[0])
+    assert n0 > 20
+    capped = RVMRegressor(gamma=0.5, init="relevant", max_init=20).fit(X, y)
+    assert capped.path_["n_basis"].iloc[0] == 20
+    top_k = RVMRegressor(gamma=0.5, init=20, max_init=None).fit(X, y)
+    pd.testing.assert_frame_equal(capped.path_, top_k.path_)
+
+
 def test_init_auto_is_single_for_rvr_and_relevant_for_eta_rvr():
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(50, 2))
@@ -615,6 +630,8 @@ def test_bad_inputs():
         RVMClassifier(init="all").fit(X, y)
     with pytest.raises(ValueError, match="init must be 'auto', 'single', 'relevant' or a posi"):
         RVMRegressor(init=np.arange(3)).fit(X, y.astype(float))
+    with pytest.raises(ValueError, match="max_init must be a positive int or None; got 0"):
+        RVMRegressor(max_init=0).fit(X, y.astype(float))
     with pytest.raises(ValueError, match="eta_init must be 'gp' or 'uniform'; got 'pca'"):
         RVMRegressor(optimize_eta=True, eta_init="pca").fit(X, y.astype(float))
     with pytest.raises(ValueError, match="unknown kernel 'cubic'"):
