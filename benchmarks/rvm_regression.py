@@ -25,8 +25,10 @@ Methods (everything chosen on the training data only):
   grid, as in Tipping (2001) (``--rvr-select evidence`` takes the largest marginal likelihood
   instead: faster, but on Friedman #1 the evidence favours narrow kernels that interpolate the data
   with the noise variance at its floor, a known degenerate maximum). The sequential path starts
-  from every individually relevant function (``init="relevant"``, ``--rvr-init``), the closest
-  start to Tipping's (2001) algorithm, which begins with all N functions in the model and prunes.
+  from every individually relevant function (``init="relevant"``, ``--rvr-init``, with no bound
+  on their number: ``max_init=None``), the closest start to Tipping's (2001) algorithm, which
+  begins with all N functions in the model and prunes. (The estimator's default bound of 100
+  gives 3.03 with 49 relevance vectors on Friedman #1 instead of 2.88 with 72.)
   Growing from the single best function (``init="single"``) reaches maxima of about the same
   evidence (within a few nats) but sparser, with a noise estimate of about 2 instead of 1 on
   Friedman #1 (true: 1), and with wide kernels (gamma <= 0.03 on standardised inputs) it can stop
@@ -131,10 +133,12 @@ def fit_rvr(X, y, gammas, select, seed, init="relevant"):
     """
     if select == "cv":
         cv = KFold(5, shuffle=True, random_state=seed)
-        scores = [cross_val_score(RVMRegressor(gamma=g, tol=1e-3, max_steps=400, init=init), X, y,
+        scores = [cross_val_score(RVMRegressor(gamma=g, tol=1e-3, max_steps=400, init=init,
+                                               max_init=None), X, y,
                                   cv=cv, scoring="neg_mean_squared_error").mean() for g in gammas]
-        return RVMRegressor(gamma=gammas[int(np.argmax(scores))], init=init).fit(X, y)
-    fits = [RVMRegressor(gamma=g, init=init).fit(X, y) for g in gammas]
+        return RVMRegressor(gamma=gammas[int(np.argmax(scores))], init=init,
+                            max_init=None).fit(X, y)
+    fits = [RVMRegressor(gamma=g, init=init, max_init=None).fit(X, y) for g in gammas]
     return fits[int(np.argmax([m.log_marginal_likelihood_ for m in fits]))]
 
 
