@@ -21,7 +21,12 @@ from ._criteria import check_criterion, choose_step
 from ._ep import loo_error, loo_prob_error, run_ep
 from ._probit import log_Phi, tilted_moments
 from ._sequential import SequentialPath, score_candidates
-from ._validation import check_binary_labels, check_design, constant_columns
+from ._validation import (
+    check_binary_labels,
+    check_design,
+    check_path_params,
+    constant_columns,
+)
 from .exceptions import DataError, LabelError
 
 __all__ = ["ARDClassifier", "Posterior"]
@@ -308,13 +313,7 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"constant_features must be 'raise' or 'ignore'; got {self.constant_features!r}."
             )
-        if not (self.init in ("auto", "relevant", "single") or (
-                isinstance(self.init, (int, np.integer)) and self.init >= 1)):
-            raise ValueError(
-                f"init must be 'auto', 'relevant', 'single' or a positive int; got {self.init!r}."
-            )
-        if not (isinstance(self.max_steps, (int, np.integer)) and self.max_steps >= 0):
-            raise ValueError(f"max_steps must be a non-negative int; got {self.max_steps!r}.")
+        check_path_params(self.init, ("auto", "relevant", "single"), self.max_steps)
         if not self.loo_prob_scale > 0:
             raise ValueError(f"loo_prob_scale must be positive; got {self.loo_prob_scale!r}.")
 

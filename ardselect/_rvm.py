@@ -51,7 +51,12 @@ from threadpoolctl import threadpool_limits
 from ._basis import LinearBasis, design_matrix, make_basis, unit_rms
 from ._ep import LatentPosterior
 from ._sequential import SequentialPath
-from ._validation import check_binary_labels, check_design, constant_columns
+from ._validation import (
+    check_binary_labels,
+    check_design,
+    check_path_params,
+    constant_columns,
+)
 from .exceptions import DataError, LabelError
 
 __all__ = ["RVMClassifier", "RVMRegressor", "laplace_mode", "log_marginal_eta"]
@@ -466,18 +471,11 @@ class _RVMBase(BaseEstimator):
     _init_names = ("single", "relevant")
 
     def _check_common(self):
-        names = self._init_names
-        if not ((isinstance(self.init, str) and self.init in names) or (
-                isinstance(self.init, (int, np.integer)) and not isinstance(self.init, bool)
-                and self.init >= 1)):
-            raise ValueError(f"init must be {', '.join(repr(n) for n in names)} or a positive "
-                             f"int; got {self.init!r}.")
+        check_path_params(self.init, self._init_names, self.max_steps)
         if not (self.max_init is None or (isinstance(self.max_init, (int, np.integer))
                                           and not isinstance(self.max_init, bool)
                                           and self.max_init >= 1)):
             raise ValueError(f"max_init must be a positive int or None; got {self.max_init!r}.")
-        if not (isinstance(self.max_steps, (int, np.integer)) and self.max_steps >= 0):
-            raise ValueError(f"max_steps must be a non-negative int; got {self.max_steps!r}.")
         if not (isinstance(self.tol, (int, float, np.floating)) and self.tol > 0):
             raise ValueError(f"tol must be a positive float; got {self.tol!r}.")
         if not self.alpha_min >= 0:
@@ -556,6 +554,13 @@ class _RVMBase(BaseEstimator):
         A = self._basis_matrix(X)[:, self._active]
         A = A.toarray() if sp.issparse(A) else A
         return self._post.latent(A / self._scale[self._active])
+
+    def _gaussian_path(self, X, basis, t, noise, lo, hi, init, tol=None):
+        """Design matrix of ``basis`` and the sequential path on it: ``(path, problem, scale)``."""
+        Phi_s, scale, allowed = self._design(X, basis)
+        problem = _GaussianProblem(Phi_s, allowed, t, noise, noise_lo=lo, noise_hi=hi,
+                                   fit_noise=self.noise_variance is None)
+        return self._run_path(problem, init, tol=tol), problem, scale
 
     def _run_path(self, problem, init, tol=None):
         tol = self.tol if tol is None else tol
@@ -831,11 +836,8 @@ class RVMRegressor(RegressorMixin, _RVMBase):
             if self.optimize_eta:
                 self._fit_eta(X, t, basis, noise0, lo, hi)
             else:
-                Phi_s, scale, allowed = self._design(X, basis)
-                problem = _GaussianProblem(Phi_s, allowed, t, noise0, noise_lo=lo, noise_hi=hi,
-                                           fit_noise=self.noise_variance is None)
-                path = self._run_path(problem, self._path_init())
-                self._finish([(path, problem, scale)], n)
+                self._finish([self._gaussian_path(X, basis, t, noise0, lo, hi,
+                                                  self._path_init())], n)
         return self
 
     _init_names = ("auto", "single", "relevant")
@@ -863,32 +865,34 @@ class RVMRegressor(RegressorMixin, _RVMBase):
             # far below even the plain RVM at ``gamma``. Ending below that point (which eta-RVR
             # from the uniform start never does) means the start failed: use the uniform one.
             end = rounds[-1][0].steps[-1].stats["log_evidence"]
-            Phi_s, _, allowed = self._design(X, _ARDRBFBasis(uniform))
-            plain = self._run_path(_GaussianProblem(
-                Phi_s, allowed, t, noise0, noise_lo=lo, noise_hi=hi,
-                fit_noise=self.noise_variance is None), self._path_init(), tol=ETA_PATH_TOL)
-            if plain.steps[-1].stats["log_evidence"] > end:
+            first = self._gaussian_path(X, _ARDRBFBasis(uniform), t, noise0, lo, hi,
+                                        self._path_init(), tol=max(self.tol, ETA_PATH_TOL))
+            if first[0].steps[-1].stats["log_evidence"] > end:
                 logger.debug("eta-RVR: the GP start ended below the uniform start's first path; "
                              "restarting from the uniform scales")
                 eta0, start = uniform, "uniform"
-                rounds = self._eta_rounds(X, Xd, t, eta0, bounds, noise0, lo, hi)
+                rounds = self._eta_rounds(X, Xd, t, eta0, bounds, noise0, lo, hi, first=first)
         self.eta_init_, self.eta_start_ = eta0, start
         self.eta_ = rounds[-1][3]
         self.basis_ = _ARDRBFBasis(self.eta_).fit(X)  # _design left the last design's basis
         self._finish([(p, pr, s) for p, pr, s, _ in rounds], X.shape[0])
 
-    def _eta_rounds(self, X, Xd, t, eta, bounds, noise0, lo, hi):
-        """Alternate the sequential path and joint L-BFGS steps from the input scales ``eta``."""
+    def _eta_rounds(self, X, Xd, t, eta, bounds, noise0, lo, hi, first=None):
+        """Alternate the sequential path and joint L-BFGS steps from the input scales ``eta``.
+
+        ``first``: round 0's ``(path, problem, scale)`` when it has been run already.
+        """
         rounds = []
         init, noise, best = self._path_init(), noise0, -np.inf
         final = False
         for r in range(self.eta_max_iter + 1):
-            Phi_s, scale, allowed = self._design(X, _ARDRBFBasis(eta))
-            problem = _GaussianProblem(Phi_s, allowed, t, noise, noise_lo=lo, noise_hi=hi,
-                                       fit_noise=self.noise_variance is None)
-            # Intermediate rounds only need a better model, not a converged one.
-            tol = self.tol if final else max(self.tol, ETA_PATH_TOL)
-            path = self._run_path(problem, init, tol=tol)
+            if r == 0 and first is not None:
+                path, problem, scale = first
+            else:
+                # Intermediate rounds only need a better model, not a converged one.
+                tol = self.tol if final else max(self.tol, ETA_PATH_TOL)
+                path, problem, scale = self._gaussian_path(X, _ARDRBFBasis(eta), t, noise, lo,
+                                                           hi, init, tol=tol)
             rounds.append((path, problem, scale, eta.copy()))
             last = path.steps[-1]
             act = last.active

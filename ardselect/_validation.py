@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_array
 
 from .exceptions import DataError, LabelError
 
-__all__ = ["check_design", "check_binary_labels", "constant_columns"]
+__all__ = ["check_design", "check_binary_labels", "check_path_params", "constant_columns"]
 
 
 def check_design(X, *, estimator_name: str = "estimator", accept_sparse: bool = True):
@@ -115,3 +115,14 @@ def check_binary_labels(y, n_samples: int):
             f"y has one class only ({only!r}); a classifier needs at least two classes."
         )
     return classes, y_index.astype(np.intp)
+
+
+def check_path_params(init, init_names, max_steps):
+    """Check the sequential path's ``init`` (one of ``init_names`` or a positive int; an array is
+    not accepted from users) and ``max_steps`` (a non-negative int)."""
+    if not ((isinstance(init, str) and init in init_names) or (
+            isinstance(init, (int, np.integer)) and not isinstance(init, bool) and init >= 1)):
+        raise ValueError(f"init must be {', '.join(repr(n) for n in init_names)} or a positive "
+                         f"int; got {init!r}.")
+    if not (isinstance(max_steps, (int, np.integer)) and max_steps >= 0):
+        raise ValueError(f"max_steps must be a non-negative int; got {max_steps!r}.")
