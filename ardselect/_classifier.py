@@ -19,7 +19,7 @@ from threadpoolctl import threadpool_limits
 from ._basis import LinearBasis, design_matrix, make_basis, unit_rms
 from ._criteria import check_criterion, choose_step
 from ._ep import loo_error, loo_prob_error, run_ep
-from ._probit import log_Phi, tilted_moments
+from ._probit import ovr_log_proba, tilted_moments
 from ._sequential import SequentialPath, score_candidates
 from ._validation import (
     check_binary_labels,
@@ -529,27 +529,20 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         """Class probabilities, integrating over the Gaussian weight posterior.
 
         For each binary problem ``P = Phi(m / sqrt(1 + v))`` with ``m, v`` the posterior mean and
-        variance of the latent; with more than two classes the one-vs-rest probabilities are
-        normalised to sum to one.
+        variance of the latent. With more than two classes the one-vs-rest answers are combined as
+        independent answers conditioned on exactly one class being true: ``P(k)`` is proportional to
+        the odds ``P_k / (1 - P_k)`` (see :func:`ardselect._probit.ovr_log_proba`).
 
         Returns
         -------
         ndarray of shape (n_samples, n_classes), columns in ``classes_`` order.
         """
-        m, v = self._latent(X)
-        p = np.exp(log_Phi(m / np.sqrt(1.0 + v)))
-        if p.shape[1] == 1:
-            return np.hstack([1.0 - p, p])
-        s = p.sum(axis=1, keepdims=True)
-        return np.where(s > 0, p / np.where(s > 0, s, 1.0), 1.0 / p.shape[1])
+        return np.exp(self.predict_log_proba(X))
 
     def predict_log_proba(self, X):
-        """Log of :meth:`predict_proba` (computed in log space for binary problems)."""
+        """Log of :meth:`predict_proba`, computed in log space."""
         m, v = self._latent(X)
-        if m.shape[1] == 1:
-            z = (m / np.sqrt(1.0 + v))[:, 0]
-            return np.column_stack([log_Phi(-z), log_Phi(z)])
-        return np.log(self.predict_proba(X))
+        return ovr_log_proba(m / np.sqrt(1.0 + v))
 
     def predict(self, X):
         """Most probable class (the argmax of :meth:`predict_proba`)."""

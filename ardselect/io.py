@@ -27,6 +27,7 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 
+from ._probit import ovr_log_proba
 from ._validation import check_design, constant_columns
 from ._version import __version__
 from .exceptions import DataError, FileFormatError, LabelError, MissingFileError, ModelError
@@ -854,7 +855,7 @@ class PortableModel:
     intercept, index ``-1``). The probability of the problem's positive class for a sample ``x``
     (after replaying the stored preprocessing) is ``Phi(h / sqrt(1 + v))`` with ``h = mean . x_A``
     and ``v = x_A' cov x_A``: the probit predictive probability with the weight uncertainty
-    integrated out. Multi-class probabilities are the one-vs-rest ones normalised to sum to one.
+    integrated out. Multi-class probabilities combine the one-vs-rest answers as ARDClassifier does.
     """
 
     def __init__(self, data: Mapping):
@@ -968,12 +969,10 @@ class PortableModel:
 
     def predict_proba(self, data, feature_names=None) -> np.ndarray:
         """Class probabilities, shape (n_samples, n_classes), columns in ``classes`` order."""
-        from scipy.special import ndtr
-
         Z = Preprocessor.apply_dict(self.preprocessing, self._columns(data, feature_names))
         ones = np.ones((Z.shape[0], 1))
         design = np.hstack([Z, ones])  # column -1 is the intercept
-        P = np.empty((Z.shape[0], len(self.problems)))
+        Z_std = np.empty((Z.shape[0], len(self.problems)))  # standardised latents
         for k, prob in enumerate(self.problems):
             index = np.asarray(prob["index"], dtype=int)
             XA = design[:, index]  # (n, d)
@@ -981,10 +980,8 @@ class PortableModel:
             cov = np.asarray(prob["cov"], dtype=np.float64).reshape(index.size, index.size)
             h = XA @ mean
             v = np.einsum("ij,jk,ik->i", XA, cov, XA)
-            P[:, k] = ndtr(h / np.sqrt(1.0 + v))
-        if len(self.classes) == 2:
-            return np.column_stack([1.0 - P[:, 0], P[:, 0]])
-        return P / P.sum(axis=1, keepdims=True)
+            Z_std[:, k] = h / np.sqrt(1.0 + v)
+        return np.exp(ovr_log_proba(Z_std))  # the estimators' own combination rule
 
     def predict(self, data, feature_names=None) -> np.ndarray:
         """Most probable class per sample."""

@@ -48,3 +48,37 @@ def test_tilted_moments_far_tail_stays_finite_and_positive():
     # Far on the right, the likelihood is ~1: the tilted distribution is the cavity.
     assert mhat[3] == pytest.approx(m[3], abs=1e-10)
     assert vhat[3] == pytest.approx(v[3], rel=1e-10)
+
+
+def test_ovr_combination_is_the_exactly_one_true_posterior():
+    # Brute force: enumerate every yes/no outcome of k independent one-vs-rest answers, keep those
+    # with exactly one yes, and read off which class said yes.
+    import itertools
+
+    from scipy.stats import norm
+
+    from ardselect._probit import ovr_log_proba
+
+    rng = np.random.default_rng(3)
+    z = rng.normal(scale=2.0, size=(6, 4))
+    z[0] = [-40.0, -39.0, 3.0, -1.0]  # far tails stay finite
+    got = np.exp(ovr_log_proba(z))
+    for i in range(z.shape[0]):
+        p, q = norm.cdf(z[i]), norm.sf(z[i])  # q = 1 - p without cancellation
+        want = np.zeros(4)
+        for outcome in itertools.product([0, 1], repeat=4):
+            if sum(outcome) == 1:
+                k = outcome.index(1)
+                want[k] += np.prod(np.where(outcome, p, q))
+        np.testing.assert_allclose(got[i], want / want.sum(), rtol=1e-9)
+    np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=1e-12)
+
+
+def test_ovr_binary_is_the_probit():
+    from scipy.stats import norm
+
+    from ardselect._probit import ovr_log_proba
+
+    z = np.array([[-50.0], [-1.0], [0.0], [2.5]])
+    np.testing.assert_allclose(ovr_log_proba(z), np.column_stack([norm.logcdf(-z[:, 0]),
+                                                                  norm.logcdf(z[:, 0])]), rtol=1e-12)
