@@ -185,11 +185,14 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
     tol : float, default=1e-5
         The path stops when no action increases the log marginal likelihood of the virtual
         regression by more than ``tol`` (nats).
-    alpha_min : float, default=1e-2
+    alpha_min : float, default=0.1
         Lower bound on the ARD precisions, on the scale of unit root-mean-square features: a prior
-        standard deviation of 10 latent units per unit-RMS feature, far beyond where the probit saturates. With separable classes
-        (the rule with genes >> samples) the evidence keeps growing as the precisions of separating
-        features go to 0; the bound ends that drift so the path converges.
+        standard deviation of at most ``1 / sqrt(alpha_min)`` (about 3) latent units per unit-RMS
+        feature. With separable classes (the rule with genes >> samples) the evidence keeps growing
+        as the precisions of separating features go to 0; the bound ends that drift so the path
+        converges, and it keeps any one gene from carrying the prediction alone. 0.1 predicts better
+        on held-out data than 1e-2 (the bound used to reproduce Qi et al.) on every shared
+        microarray set (README, "Accuracy").
     patience : int, default=20
         The path also stops when the EP evidence has not risen by more than ``tol`` over the last
         ``patience`` steps (EP refreshes can make the sequential updates cycle; see Notes).
@@ -278,7 +281,7 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
 
     def __init__(self, criterion="loo", *, kernel="features", gamma="scale", degree=3, coef0=1.0,
                  fit_intercept=True, init="auto", max_init=100, max_steps=2000, tol=1e-5,
-                 alpha_min=1e-2, patience=20,
+                 alpha_min=0.1, patience=20,
                  loo_prob_scale=50.0, damping=1.0, ep_tol=1e-5, ep_max_iter=200,
                  constant_features="raise", random_state=None):
         self.criterion = criterion

@@ -32,6 +32,11 @@ import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 
+#: The precision floor of our reproductions of Qi et al. (2004). The estimator's default, 0.1,
+#: predicts better on held-out microarray data (README, "Accuracy"); the paper tables keep 1e-2.
+PAPER_ALPHA_MIN = 1e-2
+
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
@@ -73,7 +78,8 @@ def one_split(X, y, train, sigma, with_laplace, init="auto", max_init=100):
     gamma = 1.0 / (2 * sigma**2)
     out = {}
     t0 = time.perf_counter()
-    clf = ARDClassifier(kernel="rbf", gamma=gamma, init=init, max_init=max_init).fit(Xtr, ytr)
+    clf = ARDClassifier(kernel="rbf", gamma=gamma, init=init, max_init=max_init,
+                        alpha_min=PAPER_ALPHA_MIN).fit(Xtr, ytr)
     out["ep_seconds"] = time.perf_counter() - t0
     for crit in ("loo", "loo-prob", "evidence"):
         m = clf.at_step(clf.choose_step(crit))

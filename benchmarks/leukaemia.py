@@ -32,6 +32,10 @@ from joblib import Parallel, delayed
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "golub_leukemia"
 
+#: The precision floor of our reproductions of Qi et al. (2004). The estimator's default, 0.1,
+#: predicts better on held-out microarray data (README, "Accuracy"); the paper tables keep 1e-2.
+PAPER_ALPHA_MIN = 1e-2
+
 
 def load():
     df = pd.read_csv(DATA / "golub_leukemia.csv.gz")
@@ -67,7 +71,7 @@ def run_split(X, y, train, max_init, ard_only=False):
     ytr, yte = y[train], y[test]
     out = {}
     t0 = time.perf_counter()
-    clf = ARDClassifier(max_init=max_init).fit(Xtr, ytr)
+    clf = ARDClassifier(max_init=max_init, alpha_min=PAPER_ALPHA_MIN).fit(Xtr, ytr)
     out["ard_seconds"] = time.perf_counter() - t0
     out["path_steps"] = len(clf.path_)
     for crit in ("loo", "loo-prob", "evidence"):

@@ -21,6 +21,11 @@ import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 
+#: The precision floor of our reproductions of Qi et al. (2004). The estimator's default, 0.1,
+#: predicts better on held-out microarray data (README, "Accuracy"); the paper tables keep 1e-2.
+PAPER_ALPHA_MIN = 1e-2
+
+
 
 def draw(rng, n_train=30, n_test=5000, d=200, k=10):
     w = np.zeros(d)
@@ -42,7 +47,7 @@ def one(seed):
     while np.unique(y).size < 2:  # 30 points can all fall on one side; redraw
         X, y, Xt, yt, relevant = draw(rng)
     t0 = time.perf_counter()
-    clf = ARDClassifier().fit(X, y)
+    clf = ARDClassifier(alpha_min=PAPER_ALPHA_MIN).fit(X, y)
     out = {"seconds": time.perf_counter() - t0}
     for crit in ("loo", "loo-prob", "evidence"):
         m = clf.at_step(clf.choose_step(crit))
