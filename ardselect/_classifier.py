@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from ._basis import LinearBasis, design_matrix, make_basis, unit_rms
+from ._certainty import inclusion_certainty, leave_one_out_sq
 from ._criteria import check_criterion, choose_step
 from ._ep import loo_error, loo_prob_error, run_ep
 from ._probit import ovr_log_proba, tilted_moments
@@ -569,7 +570,12 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         pandas.DataFrame
             Columns ``class``, ``rank`` (1 = best), ``feature``, ``selected``, ``relevance``, ``mean``,
             ``sd``, ``alpha``, ``entered_step`` (first path step with the feature in the model, <NA>
-            if never), ordered by class, then rank.
+            if never), ``log_bf`` (log Bayes factor of the feature in the model against out of it,
+            the others as chosen, under a uniform prior on its weight's prior variance up to
+            ``1 / alpha_min``), ``pip`` (posterior inclusion probability at even prior odds) and
+            ``p_sign`` (probability that the weight has the sign of ``mean``, or for a feature
+            outside the model the sign it would take if added); see ``ardselect._certainty``.
+            NaN for features that cannot enter (constant ones). Ordered by class, then rank.
         """
         check_is_fitted(self)
         frames = []
@@ -585,6 +591,17 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
             S, Q = score_candidates(fit.problem.design, st.post, tau, t)
             with np.errstate(divide="ignore", invalid="ignore"):
                 potential = np.where(S > 0, Q * Q / S, 0.0)[:n_basis]
+            alpha_all = np.full(S.shape, np.inf)
+            alpha_all[fit.active] = fit.alpha_scaled
+            s_loo, q_loo = leave_one_out_sq(S, Q, alpha_all)
+            log_bf, pip, p_pos = inclusion_certainty(s_loo[:n_basis], q_loo[:n_basis],
+                                                     1.0 / self.alpha_min)
+            usable = fit.problem.allowed[:n_basis]
+            log_bf = np.where(usable, log_bf, np.nan)
+            pip = np.where(usable, pip, 0.0)
+            # The sign the table reports: the posterior mean's for selected genes, else the sign
+            # the weight would take if the gene were added.
+            p_sign = np.where(usable, np.maximum(p_pos, 1.0 - p_pos), np.nan)
             potential = np.where(fit.problem.allowed[:n_basis], potential, -np.inf)
             selected = np.isfinite(self.alpha_[i])
             key = np.where(selected, relevance, potential)
@@ -605,6 +622,9 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
                 "alpha": self.alpha_[i, order],
                 "entered_step": pd.array(np.where(entered[order] >= 0, entered[order], -1),
                                          dtype="Int64"),
+                "log_bf": log_bf[order],
+                "pip": pip[order],
+                "p_sign": p_sign[order],
             }))
         out = pd.concat(frames, ignore_index=True)
         out.loc[out["entered_step"] < 0, "entered_step"] = pd.NA
