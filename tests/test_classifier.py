@@ -268,3 +268,21 @@ def test_bad_parameters(params, match):
     X, y = two_gene_data()
     with pytest.raises(ValueError, match=match):
         ARDClassifier(**params).fit(X, y)
+
+
+def test_auto_starting_model_has_at_most_one_gene_per_sample():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(30, 400))
+    y = (X[:, :40].sum(axis=1) > 0).astype(int)  # many individually relevant genes
+    auto = ARDClassifier().fit(X, y)
+    start = auto.path_.loc[auto.path_["step"] == 0, "n_features"].item()
+    assert 10 < start <= 30
+    wide = ARDClassifier(max_init=100).fit(X, y)
+    assert wide.path_.loc[wide.path_["step"] == 0, "n_features"].item() > 30
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, "all", True])
+def test_max_init_out_of_range_is_refused(bad):
+    X, y = two_gene_data(3)
+    with pytest.raises(ValueError, match="max_init must be"):
+        ARDClassifier(max_init=bad).fit(X, y)
