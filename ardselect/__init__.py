@@ -35,6 +35,7 @@ _LAZY = {
     "get": ".get",
     "io": ".io",
     "datasets": ".datasets",
+    "model_selection": ".model_selection",
 }
 
 __all__ = ["__version__", *_LAZY]
@@ -43,7 +44,7 @@ __all__ = ["__version__", *_LAZY]
 def __getattr__(name: str):
     if name in _LAZY:
         module = importlib.import_module(_LAZY[name], __name__)
-        value = module if name in ("get", "io", "datasets") else getattr(module, name)
+        value = module if name in ("get", "io", "datasets", "model_selection") else getattr(module, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'ardselect' has no attribute {name!r}")

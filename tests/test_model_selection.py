@@ -1,0 +1,183 @@
+"""ardselect.model_selection against hand-computed scores, leakage checks and the accuracy benchmark."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+
+from ardselect import ARDClassifier
+from ardselect.exceptions import DataError, LabelError
+from ardselect.model_selection import (
+    baselines,
+    evaluate,
+    expected_calibration_error,
+    n_genes_used,
+    paired_difference,
+    partitions,
+    summarize,
+)
+
+
+class FixedProba(ClassifierMixin, BaseEstimator):
+    """Predicts P(class 'b') = sigmoid(x0): scores computable by hand."""
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict_proba(self, X):
+        p = 1 / (1 + np.exp(-np.asarray(X)[:, 0]))
+        return np.column_stack([1 - p, p])
+
+
+class MeanRecorder(TransformerMixin, BaseEstimator):
+    """Centres with the training mean and remembers which rows it was fitted on."""
+
+    fitted_rows = []
+
+    def fit(self, X, y=None):
+        self.mean_ = np.asarray(X).mean(axis=0)
+        MeanRecorder.fitted_rows.append(np.asarray(X)[:, 1].copy())
+        return self
+
+    def transform(self, X):
+        return np.asarray(X) - self.mean_ * 0  # leave the values as they are
+
+
+def test_scores_match_a_hand_computed_split():
+    X = np.array([[2.0, 0], [-1, 1], [0.5, 2], [-3, 3], [1, 4], [-0.2, 5], [3, 6], [-2, 7]])
+    y = np.array(["b", "a", "a", "a", "b", "b", "b", "a"])
+    res, pred = evaluate(X, y, {"fixed": FixedProba()}, n_splits=1, train_size=0.5, random_state=3)
+    (train, test), = partitions(y, n_splits=1, train_size=0.5, random_state=3)
+    p_b = 1 / (1 + np.exp(-X[test, 0]))
+    truth_b = y[test] == "b"
+    pred_b = p_b > 0.5
+    p_true = np.where(truth_b, p_b, 1 - p_b)
+    row = res.iloc[0]
+    assert row["errors"] == np.sum(pred_b != truth_b)
+    assert row["log_loss"] == pytest.approx(-np.mean(np.log(p_true)))
+    assert row["brier"] == pytest.approx(np.mean(2 * (1 - p_true) ** 2))
+    conf = np.maximum(p_b, 1 - p_b)
+    assert row["ece"] == pytest.approx(expected_calibration_error(conf, pred_b == truth_b))
+    assert row["log_loss_prior"] == pytest.approx(-np.log(0.5))
+    assert row["genes"] == 2  # no coefficients: uses everything it is given
+    assert list(pred["sample"]) == list(test)
+    np.testing.assert_allclose(pred["prob_b"], p_b)
+    assert list(pred["label"]) == list(y[test])
+
+
+def test_ece_by_hand():
+    # bins: [0.9, 0.9] -> conf 0.9, accuracy 1; [0.6, 0.6] -> conf 0.6, accuracy 0.5
+    assert expected_calibration_error([0.9, 0.9, 0.6, 0.6], [1, 1, 1, 0]) == pytest.approx(
+        0.5 * 0.1 + 0.5 * 0.1)
+    assert expected_calibration_error([1.0, 1.0], [1, 1]) == 0.0
+
+
+def test_preprocessing_sees_only_the_training_part():
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.normal(size=30), np.arange(30.0)])  # column 1 = row id
+    y = np.repeat(["a", "b"], 15)
+    MeanRecorder.fitted_rows = []
+    evaluate(X, y, {"fixed": FixedProba()}, preprocessor=MeanRecorder(), n_splits=3,
+             random_state=1)
+    parts = partitions(y, n_splits=3, random_state=1)
+    for rows, (train, test) in zip(MeanRecorder.fitted_rows, parts, strict=True):
+        assert set(rows.astype(int)) == set(train)
+        assert not set(rows.astype(int)) & set(test)
+
+
+def test_reproducible_and_independent_of_n_jobs():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(50, 30))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=50) > 0, "u", "v")
+    m = {"ARD-EP": ARDClassifier(), "logistic": LogisticRegression()}
+    a, pa = evaluate(X, y, m, criteria={"ARD-EP": ["evidence"]}, preprocessor=StandardScaler(),
+                     n_splits=4, n_jobs=1)
+    b, pb = evaluate(X, y, m, criteria={"ARD-EP": ["evidence"]}, preprocessor=StandardScaler(),
+                     n_splits=4, n_jobs=2)
+    cols = [c for c in a.columns if c != "fit_seconds"]
+    pd.testing.assert_frame_equal(a[cols], b[cols])
+    pd.testing.assert_frame_equal(pa, pb)
+    assert list(a["method"].iloc[:3]) == ["ARD-EP", "ARD-EP (evidence)", "logistic"]
+
+
+def test_multiclass_and_summaries():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(90, 20))
+    y = np.array(["x", "y", "z"])[np.argmax(X[:, :3], axis=1)]
+    res, pred = evaluate(X, y, {"ARD-EP": ARDClassifier(), "logistic": LogisticRegression()},
+                         preprocessor=StandardScaler(), n_splits=3)
+    assert {"prob_x", "prob_y", "prob_z"} <= set(pred.columns)
+    np.testing.assert_allclose(pred.filter(like="prob_").sum(axis=1), 1.0)
+    s = summarize(res, pred)
+    assert list(s["method"]) == ["ARD-EP", "logistic"]
+    assert (s["error_rate_mean"] < 0.4).all()
+    d = paired_difference(res, "logistic").set_index("method")
+    manual = (res[res.method == "ARD-EP"].set_index("split")["error_rate"]
+              - res[res.method == "logistic"].set_index("split")["error_rate"])
+    assert d.loc["ARD-EP", "d_error_rate"] == pytest.approx(manual.mean())
+    assert d.loc["logistic", "d_error_rate"] == 0
+
+
+def test_group_partitions_hold_out_whole_groups():
+    y = np.tile(["a", "b"], 30)
+    groups = np.repeat(np.arange(12), 5)
+    for train, test in partitions(y, n_splits=6, groups=groups, random_state=0):
+        assert not set(groups[train]) & set(groups[test])
+
+
+def test_genes_used_walks_wrappers():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(60, 250))  # more genes than the largest k
+    y = (X[:, 0] - X[:, 1] > 0).astype(int)
+    for name, est in baselines().items():
+        if name == "elastic-net":
+            continue  # slow; same coef_ route as L1
+        est.fit(X, y)
+        g = n_genes_used(est, 250)
+        assert 1 <= g <= 250
+        if name == "linear SVM":
+            assert g == 250
+        if name == "top-k t-test + L2":
+            assert g == est.best_params_["select__k"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [
+        ({"y": ["a"] * 10}, LabelError, "single class"),
+        ({"y": ["a", "b"] * 4}, DataError, "samples but y has"),
+        ({"train_size": 10}, DataError, "train_size"),
+        ({"train_size": 0.0}, DataError, "train_size"),
+        ({"criteria": {"nope": ["loo"]}}, ValueError, "not a method"),
+    ],
+)
+def test_bad_input_is_refused(kwargs, exc, match):
+    X = np.zeros((10, 3))
+    args = {"y": ["a", "b"] * 5, **kwargs}
+    y = args.pop("y")
+    with pytest.raises(exc, match=match):
+        evaluate(X, y, {"fixed": FixedProba()}, **args)
+
+
+@pytest.mark.slow
+def test_accuracy_benchmark_runs_on_golub(shared_data):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import accuracy
+
+    methods = accuracy.methods()
+    methods = {k: methods[k] for k in ("ARD-EP", "L1-logistic", "linear SVM")}
+    res, pred = accuracy.run("golub_leukemia", methods, criteria={"ARD-EP": ["evidence"]},
+                             n_splits=6, jobs=2)
+    s = summarize(res, pred).set_index("method")
+    # Golub is easy: every method is far better than chance, and the ARD-EP default model is
+    # sparser than the all-gene SVM and better calibrated than the class frequencies.
+    assert (s["error_rate_mean"] < 0.15).all()
+    assert s.loc["ARD-EP", "genes_mean"] < s.loc["linear SVM", "genes_mean"]
+    assert s.loc["ARD-EP", "log_loss_mean"] < s.loc["ARD-EP", "log_loss_prior_mean"] / 2
+    assert "| ARD-EP |" in accuracy.table(res, pred)
