@@ -515,6 +515,23 @@ def evaluate(
         ),
     ] = 0.5,
     seed: SeedOpt = 0,
+    baselines: Annotated[
+        bool,
+        typer.Option(
+            "--baselines",
+            help="Also score, on the same partitions: L1-logistic, elastic-net logistic, a linear SVM "
+            "and top-k t-test genes + L2-logistic, each tuned by inner 5-fold CV on the training part.",
+        ),
+    ] = False,
+    groups: Annotated[
+        str | None,
+        typer.Option(
+            "--groups",
+            help="obs column (e.g. donor or patient) whose groups are held out whole: no group is "
+            "in both the training and the test part of a partition.",
+            show_default=False,
+        ),
+    ] = None,
     n_jobs: Annotated[
         int, typer.Option("--n-jobs", "-j", help="Parallel workers (-1: all cores).")
     ] = -1,
@@ -523,24 +540,31 @@ def evaluate(
         typer.Option(
             "--out",
             "-o",
-            help="Folder for splits.tsv (per partition and criterion), summary.tsv, predictions.tsv "
-            "(held-out probabilities) and calibration.tsv / calibration.png (reliability diagram).",
+            help="Folder for splits.tsv (per partition and method), summary.tsv, predictions.tsv "
+            "(held-out sample ids, true and predicted labels, a probability per class) and "
+            "calibration.tsv / calibration.png (reliability diagram).",
             show_default=False,
         ),
     ] = None,
     overwrite: OverwriteOpt = False,
     quiet: QuietOpt = False,
 ):
-    """Test errors and gene counts of each criterion over repeated random train/test partitions.
+    """Held-out errors, genes, log-loss and calibration over repeated random train/test partitions.
 
-    Each partition is preprocessed on its training part only, fitted once, and the model each
-    criterion picks on the same path is tested on the held-out part. Reports mean +- standard
-    error over partitions, as in Qi et al. (2004).
+    Each partition is preprocessed on its training part only and fitted once; the model each
+    criterion picks on the same path is tested on the held-out part ("ARD-EP (loo)", "(loo-prob)",
+    "(evidence)"), beside the baselines with --baselines. Reports mean +- standard error over
+    partitions.
     """
     with handle_errors():
-        import ardselect
+        import numpy as np
+        import pandas as pd
 
-        from ._evaluate import evaluate_splits, summarize
+        import ardselect
+        from ardselect.model_selection import evaluate as run_evaluation
+        from ardselect.model_selection import summarize
+
+        from ._util import task_progress
 
         if splits < 1:
             msg = f"--splits must be at least 1, got {splits}"
@@ -554,6 +578,10 @@ def evaluate(
         adata = _read(data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels,
                       layer=layer)
         _check_label_key(adata, label_key, data)
+        group_values = None
+        if groups is not None:
+            _check_label_key(adata, groups, data)
+            group_values = adata.obs[groups].astype(str).to_numpy()
         if use_raw:
             if adata.raw is None:
                 msg = f"--use-raw: {data.name} has no raw data"
@@ -563,35 +591,67 @@ def evaluate(
         else:
             X, gene_names = adata.X, adata.var_names
         ardselect.io.check_unique_names(gene_names, "gene")
-        results = evaluate_splits(
-            X,
-            adata.obs[label_key].to_numpy(),
-            positive=positive,
-            preprocess={
-                "log": log.value,
-                "pseudocount": pseudocount,
-                "floor": floor,
-                "cap": cap,
-                "standardize": standardize,
-            },
-            max_steps=max_steps,
-            n_splits=splits,
-            train_size=train_size,
-            seed=seed,
-            n_jobs=n_jobs,
-            quiet=quiet,
-            return_predictions=True,
-        )
-        results, predictions = results
-        summary = summarize(results)
+        y = pd.Series(adata.obs[label_key].to_numpy(), dtype=object)
+        if y.isna().any():
+            msg = f"{int(y.isna().sum())} sample(s) have no label; drop them first"
+            raise ardselect.LabelError(msg)
+        y = y.astype(str).to_numpy()
+        classes = np.unique(y)
+        if positive is not None:
+            if str(positive) not in set(classes):
+                msg = f"positive class {positive!r} is not a label; labels: {', '.join(classes)}"
+                raise ardselect.LabelError(msg)
+            if classes.size > 2:
+                y = np.where(y == str(positive), str(positive), "rest").astype(object)
+        if train_size >= 1 and not train_size < y.size:
+            msg = f"--train-size {train_size:g} must be below the number of samples ({y.size})"
+            raise ardselect.DataError(msg)
+        params = {"constant_features": "ignore"}
+        if max_steps is not None:
+            params["max_steps"] = int(max_steps)
+        methods = {"ARD-EP": ardselect.ARDClassifier(criterion="loo", **params)}
+        if baselines:
+            methods.update(ardselect.model_selection.baselines(random_state=seed))
+        pre = ardselect.io.Preprocessor(log=log.value, pseudocount=pseudocount, floor=floor,
+                                        cap=cap, standardize=standardize)
+        progress = task_progress(splits, "partitions", quiet=quiet)
+        kwargs = {
+            "criteria": {"ARD-EP": ["loo-prob", "evidence"]},
+            "preprocessor": pre,
+            "n_splits": splits,
+            "train_size": int(train_size) if train_size >= 1 else float(train_size),
+            "groups": group_values,
+            "sample_ids": adata.obs_names.to_numpy(),
+            "random_state": seed,
+            "n_jobs": n_jobs,
+        }
+        if progress is None:
+            results, predictions = run_evaluation(X, y, methods, **kwargs)
+        else:
+            with progress:
+                task = progress.add_task("partitions", total=splits)
+                results, predictions = run_evaluation(
+                    X, y, methods, progress=lambda done: progress.update(task, completed=done),
+                    **kwargs)
+        rename = {"ARD-EP": "ARD-EP (loo)"}
+        results["method"] = results["method"].replace(rename)
+        predictions["method"] = predictions["method"].replace(rename)
+        summary = summarize(results, predictions)
         if out is not None:
-            calib = ardselect.io.calibration_table(predictions)
+            prob = predictions.filter(like="prob_").to_numpy(dtype=float)
+            calib = ardselect.io.calibration_table(pd.DataFrame({
+                "criterion": predictions["method"],
+                "confidence": prob.max(axis=1),
+                "correct": (predictions["predicted"] == predictions["label"]).to_numpy(),
+                "n_classes": prob.shape[1],
+            }))
             with Transaction() as tx:
                 tmp = tx.directory(out)
                 ardselect.io.write_path_tsv(results, tmp / "splits.tsv")
                 ardselect.io.write_path_tsv(summary, tmp / "summary.tsv")
                 ardselect.io.write_path_tsv(predictions, tmp / "predictions.tsv")
-                ardselect.io.write_path_tsv(calib, tmp / "calibration.tsv")
+                ardselect.io.write_path_tsv(calib.rename(columns={"criterion": "method"}),
+                                            tmp / "calibration.tsv")
                 ardselect.io.write_calibration_png(
                     calib, tmp / "calibration.png",
                     title=f"{data.name}: held-out calibration, {splits} partitions",
@@ -613,16 +673,19 @@ def _evaluate_summary(summary, results, data, label_key, out):
         f"{n_train}/{n_test} train/test partitions (stratified)"
     )
     table = Table()
-    for col in ("criterion", "test errors", "error rate %", "genes"):
-        table.add_column(col, justify="left" if col == "criterion" else "right")
+    for col in ("method", "error rate %", "genes", "log-loss", "ECE"):
+        table.add_column(col, justify="left" if col == "method" else "right")
     for row in summary.itertuples():
         table.add_row(
-            row.criterion,
-            f"{row.errors_mean:.2f} ± {row.errors_se:.2f}",
+            row.method,
             f"{100 * row.error_rate_mean:.1f} ± {100 * row.error_rate_se:.1f}",
             f"{row.genes_mean:.1f} ± {row.genes_se:.1f}",
+            f"{row.log_loss_mean:.3f} ± {row.log_loss_se:.3f}",
+            f"{row.ece_pooled:.3f}",
         )
     console.print(table)
+    console.print(f"log-loss of the training class frequencies: "
+                  f"{float(results['log_loss_prior'].mean()):.3f}; ECE pooled over partitions")
     if out is not None:
         console.print(
             f"wrote {out}/splits.tsv, {out}/summary.tsv, {out}/predictions.tsv, "

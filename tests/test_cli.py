@@ -436,28 +436,54 @@ def test_evaluate(data, tmp_path):
     result = run("evaluate", data / "all.csv", "--splits", 3, "--train-size", 0.75, "--seed", 1,
                  "-j", 2, "-o", out)
     assert result.exit_code == 0, result.stderr
+    methods = ["ARD-EP (loo)", "ARD-EP (loo-prob)", "ARD-EP (evidence)"]
     splits = pd.read_csv(out / "splits.tsv", sep="\t")
     assert len(splits) == 9
-    assert list(splits["criterion"][:3]) == list(ardselect.CRITERIA)
+    assert list(splits["method"][:3]) == methods
     assert (splits["n_train"] == 36).all() and (splits["n_test"] == 12).all()
     summary = pd.read_csv(out / "summary.tsv", sep="\t")
-    assert list(summary["criterion"]) == list(ardselect.CRITERIA)
+    assert list(summary["method"]) == methods
     row = summary.iloc[0]
-    sub = splits[splits["criterion"] == "loo"]["errors"]
-    assert row["errors_mean"] == pytest.approx(sub.mean())
-    assert row["errors_se"] == pytest.approx(sub.std(ddof=1) / np.sqrt(3))
+    sub = splits[splits["method"] == "ARD-EP (loo)"]["error_rate"]
+    assert row["error_rate_mean"] == pytest.approx(sub.mean())
+    assert row["error_rate_se"] == pytest.approx(sub.std(ddof=1) / np.sqrt(3))
     assert "± " in result.stdout
-    # held-out predictions agree with the error counts, and the calibration files are written
+    # Held-out predictions: sample ids, true and predicted labels, one probability per class; they
+    # agree with the error counts, and the calibration files are written.
     pred = pd.read_csv(out / "predictions.tsv", sep="\t")
     assert len(pred) == 3 * 3 * 12
-    wrong = (~pred["correct"]).groupby([pred["split"], pred["criterion"]]).sum()
+    samples = pd.read_csv(data / "all.csv")["sample"]
+    assert set(pred["sample"]) <= set(samples.astype(str))
+    prob = pred.filter(like="prob_")
+    assert prob.shape[1] == 2
+    np.testing.assert_allclose(prob.sum(axis=1), 1.0)
+    wrong = (pred["predicted"] != pred["label"]).groupby([pred["split"], pred["method"]]).sum()
     for r in splits.itertuples():
-        assert wrong[(r.split, r.criterion)] == r.errors
-    assert (pred["confidence"] >= 0.5).all()
+        assert wrong[(r.split, r.method)] == r.errors
     calib = pd.read_csv(out / "calibration.tsv", sep="\t")
-    assert set(calib["criterion"]) <= set(ardselect.CRITERIA)
-    assert calib.groupby("criterion")["n"].sum().eq(36).all()
+    assert set(calib["method"]) <= set(methods)
+    assert calib.groupby("method")["n"].sum().eq(36).all()
     assert (out / "calibration.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_evaluate_with_baselines_and_groups(data, tmp_path):
+    table = pd.read_csv(data / "all.csv")
+    table.insert(2, "donor", [f"d{i // 4}" for i in range(len(table))])
+    path = tmp_path / "grouped.csv"
+    table.to_csv(path, index=False)
+    out = tmp_path / "ev"
+    result = run("evaluate", path, "--splits", 2, "--baselines", "--groups", "donor", "-j", 1,
+                 "-o", out)
+    assert result.exit_code == 0, result.stderr
+    splits = pd.read_csv(out / "splits.tsv", sep="\t")
+    assert {"L1-logistic", "elastic-net", "linear SVM", "top-k t-test + L2"} <= set(splits["method"])
+    pred = pd.read_csv(out / "predictions.tsv", sep="\t")
+    donor = dict(zip(table["sample"].astype(str), table["donor"], strict=True))
+    size = table["donor"].value_counts()
+    for _, sub in pred[pred["method"] == "L1-logistic"].groupby("split"):
+        held = pd.Series([donor[s] for s in sub["sample"]]).value_counts()
+        assert (held == size[held.index]).all()  # every held-out donor is held out whole
+        assert len(held) < len(size)
 
 
 def test_evaluate_bad_train_size(data):
