@@ -19,6 +19,7 @@ _LAZY = {
     "ep_probit": "._ep",
     "EPResult": "._ep",
     "ARDClassifier": "._classifier",
+    "ConstantFeatureWarning": "._classifier",
     "CRITERIA": "._criteria",
     "RVMRegressor": "._rvm",
     "RVMClassifier": "._rvm",

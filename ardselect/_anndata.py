@@ -137,7 +137,6 @@ def _rank_core(
     cap: float | None = None,
     standardize: bool = True,
     max_steps: int | None = None,
-    random_state=None,
     estimator_params: Mapping | None = None,
     model_extra: Mapping | None = None,
 ) -> RankResult:
@@ -177,7 +176,7 @@ def _rank_core(
     params = dict(estimator_params or {})
     if max_steps is not None:
         params["max_steps"] = int(max_steps)
-    est = ARDClassifier(criterion=criterion, random_state=random_state, **params)
+    est = ARDClassifier(criterion=criterion, **params)
     code_to_label = {str(i): str(c) for i, c in enumerate(classes)}
     with _relabel_progress(code_to_label), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -328,7 +327,6 @@ def rank_genes(
     standardize: bool = True,
     symbol_key: str | None = None,
     max_steps: int | None = None,
-    random_state=None,
     estimator_params: Mapping | None = None,
     key_added: str = "ardselect",
     copy: bool = False,
@@ -371,8 +369,6 @@ def rank_genes(
         of ``symbol``, ``gene_symbol(s)``, ``gene_name(s)``, ``feature_name``, ``description``.
     max_steps : int, optional
         Largest number of path steps (the estimator's default otherwise).
-    random_state : int, optional
-        Seed passed to the estimator.
     estimator_params : dict, optional
         Further :class:`~ardselect.ARDClassifier` parameters (``tol``, ``loo_prob_scale``, ...).
     key_added : str, default="ardselect"
@@ -444,7 +440,6 @@ def rank_genes(
         "standardize": standardize,
         "symbol_key": symbol_key,
         "max_steps": max_steps,
-        "random_state": random_state,
         "estimator_params": dict(estimator_params or {}),
         "key_added": key_added,
         "version": __version__,
@@ -495,7 +490,6 @@ def rank_genes(
         cap=cap,
         standardize=standardize,
         max_steps=max_steps,
-        random_state=random_state,
         estimator_params=estimator_params,
         model_extra={"label_key": groupby},
     )

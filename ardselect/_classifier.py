@@ -6,6 +6,7 @@ import copy
 import logging
 import warnings
 from dataclasses import dataclass
+from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
@@ -13,28 +14,32 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_selection import SelectorMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from ._basis import LinearBasis, design_matrix, make_basis, unit_rms
 from ._certainty import inclusion_certainty, leave_one_out_sq
-from ._criteria import check_criterion, choose_step
+from ._criteria import CRITERIA, check_criterion, choose_step
 from ._ep import loo_error, loo_prob_error, run_ep
 from ._probit import ovr_log_proba, tilted_moments
 from ._sequential import SequentialPath, score_candidates
 from ._validation import (
     check_binary_labels,
     check_design,
-    check_path_params,
     constant_columns,
 )
 from .exceptions import DataError, LabelError
 
-__all__ = ["ARDClassifier", "Posterior"]
+__all__ = ["ARDClassifier", "ConstantFeatureWarning", "Posterior"]
 
 logger = logging.getLogger("ardselect")
 
 INTERCEPT = "(intercept)"
+
+
+class ConstantFeatureWarning(UserWarning):
+    """Constant features were left out of the model (``constant_features="warn"``)."""
 
 
 def _label(v) -> str:
@@ -209,12 +214,14 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         EP convergence tolerance along the path (the chosen model is refined to 1e-9).
     ep_max_iter : int, default=200
         Maximum EP sweeps per path step.
-    constant_features : {"raise", "ignore"}, default="raise"
-        What to do with constant (e.g. all-zero) features: raise a :class:`~ardselect.DataError`, or
-        keep them out of the model (rank them last).
-    random_state : int, RandomState instance or None, default=None
-        Accepted for API compatibility with resampling tools; the fit itself makes no random choice
-        (ties between candidates go to the first feature), so it is deterministic.
+    constant_features : {"warn", "ignore", "raise"}, default="warn"
+        What to do with constant (e.g. all-zero) features: keep them out of the model (ranked last)
+        with a :class:`ConstantFeatureWarning` naming how many, keep them out silently, or raise a
+        :class:`~ardselect.DataError`. Inside cross-validation folds of sparse or floored data some
+        genes are constant by chance, so the default does not break scikit-learn composition.
+
+    The fit makes no random choice (ties between candidates go to the first feature), so it takes no
+    ``random_state``: the same data give the same path.
 
     Attributes
     ----------
@@ -287,7 +294,7 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
                  fit_intercept=True, init="auto", max_init="auto", max_steps=2000, tol=1e-5,
                  alpha_min=0.1, patience=20,
                  loo_prob_scale=50.0, damping=1.0, ep_tol=1e-5, ep_max_iter=200,
-                 constant_features="raise", random_state=None):
+                 constant_features="warn"):
         self.criterion = criterion
         self.kernel = kernel
         self.gamma = gamma
@@ -305,7 +312,27 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         self.ep_tol = ep_tol
         self.ep_max_iter = ep_max_iter
         self.constant_features = constant_features
-        self.random_state = random_state
+
+    #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
+    _parameter_constraints: dict = {
+        "criterion": [StrOptions(set(CRITERIA))],
+        "kernel": [StrOptions({"features", "linear", "rbf", "poly"}), callable],
+        "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale", "auto"})],
+        "degree": [Interval(Integral, 1, None, closed="left")],
+        "coef0": [Interval(Real, None, None, closed="neither")],
+        "fit_intercept": ["boolean"],
+        "init": [StrOptions({"auto", "relevant", "single"}), Interval(Integral, 1, None, closed="left")],
+        "max_init": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left"), None],
+        "max_steps": [Interval(Integral, 0, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "alpha_min": [Interval(Real, 0, None, closed="left")],
+        "patience": [Interval(Integral, 0, None, closed="left")],
+        "loo_prob_scale": [Interval(Real, 0, None, closed="neither")],
+        "damping": [Interval(Real, 0, 1, closed="right")],
+        "ep_tol": [Interval(Real, 0, None, closed="neither")],
+        "ep_max_iter": [Interval(Integral, 1, None, closed="left")],
+        "constant_features": [StrOptions({"warn", "ignore", "raise"})],
+    }
 
     # ------------------------------------------------------------------ tags
     def __sklearn_tags__(self):
@@ -315,18 +342,7 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fitting
     def _check_params(self):
-        check_criterion(self.criterion)
-        if self.constant_features not in ("raise", "ignore"):
-            raise ValueError(
-                f"constant_features must be 'raise' or 'ignore'; got {self.constant_features!r}."
-            )
-        check_path_params(self.init, ("auto", "relevant", "single"), self.max_steps)
-        if not self.loo_prob_scale > 0:
-            raise ValueError(f"loo_prob_scale must be positive; got {self.loo_prob_scale!r}.")
-        mi = self.max_init
-        if not (mi is None or (isinstance(mi, str) and mi == "auto")
-                or (isinstance(mi, (int, np.integer)) and not isinstance(mi, bool) and mi >= 1)):
-            raise ValueError(f"max_init must be 'auto', None or an int >= 1; got {mi!r}.")
+        self._validate_params()  # scikit-learn: one clear error naming the parameter and its range
 
     def _basis_matrix(self, X):
         return design_matrix(self.basis_, X, self.fit_intercept)
@@ -367,12 +383,16 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         if is_features:
             const = constant_columns(X)
             if const.any():
+                ex = ", ".join(repr(str(n)) for n in names[const][:5])
                 if self.constant_features == "raise":
-                    ex = ", ".join(repr(str(n)) for n in names[const][:5])
                     raise DataError(
                         f"X has {int(const.sum())} constant feature(s) (e.g. {ex}); drop them or "
-                        "pass constant_features='ignore'."
+                        "pass constant_features='warn' or 'ignore'."
                     )
+                if self.constant_features == "warn":
+                    warnings.warn(
+                        f"{int(const.sum())} of {X.shape[1]} features are constant (e.g. {ex}) "
+                        "and are left out of the model.", ConstantFeatureWarning, stacklevel=2)
                 allowed_in = ~const
             fnames = names
         else:

@@ -183,7 +183,9 @@ MaxStepsOpt = Annotated[
         show_default=False,
     ),
 ]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed (results are reproducible).")]
+SeedOpt = Annotated[
+    int, typer.Option("--seed", help="Seed of the random partitions (same seed, same output).")
+]
 OverwriteOpt = Annotated[
     bool, typer.Option("--overwrite", help="Replace existing outputs (only once complete).")
 ]
@@ -287,7 +289,6 @@ def fit(
             show_default=False,
         ),
     ] = None,
-    seed: SeedOpt = 0,
     overwrite: OverwriteOpt = False,
     quiet: QuietOpt = False,
     show: Annotated[
@@ -328,7 +329,6 @@ def fit(
                 standardize=standardize,
                 symbol_key=symbol_key,
                 max_steps=max_steps,
-                random_state=seed,
             )
         ranked = ardselect.get.ranked_genes_df(adata)
         multi = ranked["class"].nunique() > 1

@@ -60,7 +60,7 @@ def data(tmp_path_factory, expression):
 def fitted(data, tmp_path_factory):
     work = tmp_path_factory.mktemp("fit")
     out = work / "res"
-    result = run("fit", data / "train.csv", "--out", out, "--seed", 3,
+    result = run("fit", data / "train.csv", "--out", out,
                  "--write-h5ad", work / "res.h5ad")
     return result, out, work
 
@@ -103,7 +103,7 @@ def test_fit_help_documents_defaults():
     result = run("fit", "--help")
     assert result.exit_code == 0
     text = " ".join(result.stdout.split())
-    for option in ("--label-key", "--criterion", "--positive", "--layer", "--out", "--seed",
+    for option in ("--label-key", "--criterion", "--positive", "--layer", "--out",
                    "--overwrite", "--quiet", "--log", "--floor", "--cap", "--standardize",
                    "--write-h5ad", "--genes-in-rows", "--labels"):
         assert option in text
@@ -150,7 +150,7 @@ def test_fit_write_h5ad(fitted):
     adata = ad.read_h5ad(work / "res.h5ad")
     for col in ("ardselect_rank", "ardselect_selected", "ardselect_weight"):
         assert col in adata.var.columns
-    assert adata.uns["ardselect"]["params"]["random_state"] == 3
+    assert "random_state" not in adata.uns["ardselect"]["params"]
     assert len(ardselect.get.path_df(adata)) > 1
     assert "label" in adata.obs
 
@@ -158,7 +158,7 @@ def test_fit_write_h5ad(fitted):
 def test_fit_deterministic(fitted, data, tmp_path):
     _, out, _ = fitted
     again = tmp_path / "again"
-    result = run("fit", data / "train.csv", "--out", again, "--seed", 3, "--quiet")
+    result = run("fit", data / "train.csv", "--out", again, "--quiet")
     assert result.exit_code == 0, result.stderr
     assert result.stdout == ""
     for name in FILES:
@@ -176,7 +176,7 @@ def test_predict_held_out_matches_estimator(fitted, data, tmp_path):
     train = pd.read_csv(data / "train.csv")
     test = pd.read_csv(data / "test.csv")
     genes = [c for c in train.columns if c.startswith("G")]
-    res = _rank_core(train[genes].to_numpy(), train["label"].to_numpy(), genes, random_state=3)
+    res = _rank_core(train[genes].to_numpy(), train["label"].to_numpy(), genes)
     expected = res.estimator.predict_proba(res.preprocessor.transform(test[genes].to_numpy()))
     np.testing.assert_allclose(table[["prob_case", "prob_ctrl"]].to_numpy(), expected,
                                rtol=0, atol=1e-10)
@@ -210,7 +210,7 @@ def test_overwrite(fitted, data, tmp_path):
     result = run("fit", data / "train.csv", "--out", out, "--quiet")
     assert_one_line_error(result, 2, r"output folder .*res already exists; use --overwrite")
     assert (out / "old.txt").exists()
-    result = run("fit", data / "train.csv", "--out", out, "--quiet", "--overwrite", "--seed", 3)
+    result = run("fit", data / "train.csv", "--out", out, "--quiet", "--overwrite")
     assert result.exit_code == 0, result.stderr
     assert sorted(p.name for p in out.iterdir()) == sorted(FILES)
     assert no_temporaries(tmp_path)
@@ -254,7 +254,7 @@ def test_gct_with_cls(data, tmp_path):
     assert_one_line_error(result, 2, r"label key 'label' not found in x.gct; available: none \(give"
                                      r" labels with --labels FILE\)")
     result = run("fit", tmp_path / "x.gct", "--labels", tmp_path / "x.cls", "--out",
-                 tmp_path / "g", "--seed", 3, "--quiet")
+                 tmp_path / "g", "--quiet")
     assert result.exit_code == 0, result.stderr
     genes = pd.read_csv(tmp_path / "g" / "genes.tsv", sep="\t", keep_default_na=False)
     assert genes["description"].str.startswith("gene G").all()
@@ -268,7 +268,7 @@ def test_genes_in_rows(data, tmp_path):
     t.to_csv(tmp_path / "t.csv")
     df[["sample", "label"]].to_csv(tmp_path / "labels.csv", index=False)
     result = run("fit", tmp_path / "t.csv", "--genes-in-rows", "--labels", tmp_path / "labels.csv",
-                 "-o", tmp_path / "r", "--seed", 3, "--quiet")
+                 "-o", tmp_path / "r", "--quiet")
     assert result.exit_code == 0, result.stderr
 
 
