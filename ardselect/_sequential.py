@@ -58,6 +58,18 @@ def _col_sq_norms_weighted(Phi, b):
     return np.einsum("ij,ij,i->j", Phi, Phi, b)
 
 
+def _squared(Phi):
+    """Elementwise square of the design, kept for the whole path (``b`` changes, ``Phi`` does not)."""
+    return Phi.multiply(Phi).tocsr() if sp.issparse(Phi) else Phi * Phi
+
+
+def _weighted_sq(Phi2, b):
+    """``sum_i b_i Phi_ij^2`` from the cached ``Phi2 = Phi * Phi``: a matrix-vector product."""
+    if sp.issparse(Phi2):
+        return np.asarray(Phi2.T @ b).ravel()
+    return b @ Phi2
+
+
 def score_candidates(Phi, post: LatentPosterior, b, t, *, sq_cache=None):
     """``S_j`` and ``Q_j`` for every column of ``Phi`` (``(n, m)``, dense or CSC sparse).
 
@@ -83,14 +95,26 @@ def score_candidates(Phi, post: LatentPosterior, b, t, *, sq_cache=None):
             S[lo:lo + block] = np.einsum("ij,ij->j", Z, Z)
             Q[lo:lo + block] = zt @ Z
         return S, Q
-    BPhi_sq = _col_sq_norms_weighted(Phi, b) if sq_cache is None else sq_cache
-    Qfull = np.asarray(Phi.T @ nu).ravel()  # (m,)
+    if sq_cache is None:
+        BPhi_sq = _col_sq_norms_weighted(Phi, b)
+    elif isinstance(sq_cache, np.ndarray) and sq_cache.ndim == 1:
+        BPhi_sq = sq_cache  # precomputed sum_i b_i Phi_ij^2
+    else:
+        BPhi_sq = _weighted_sq(sq_cache, b)  # sq_cache = Phi * Phi (elementwise), reused across steps
     if post.route == "empty":
-        return BPhi_sq, Qfull
-    G = np.asarray(Phi.T @ (b[:, None] * post.Pt)).T  # (d, m) = Pt^T B Phi
+        return BPhi_sq, np.asarray(Phi.T @ nu).ravel()
+    # One pass over Phi for both products: rows 0..d-1 are G = Pt^T B Phi, row d is nu^T Phi.
+    R = np.empty((Phi.shape[0], post.Pt.shape[1] + 1))
+    np.multiply(b[:, None], post.Pt, out=R[:, :-1])
+    R[:, -1] = nu
+    if sp.issparse(Phi):
+        GQ = np.asarray(Phi.T @ R).T
+    else:
+        GQ = R.T @ Phi  # (d + 1, m)
+    G = GQ[:-1]
     W = tri_solve(post.L, G)  # (d, m)
     S = BPhi_sq - np.einsum("ij,ij->j", W, W)
-    Q = Qfull - post.mean_t @ G
+    Q = GQ[-1] - post.mean_t @ G
     return S, Q
 
 
@@ -282,9 +306,13 @@ class SequentialPath:
         self.n_rejected = 0
         k = 0
         budget = self.max_steps + m  # each feature can be rejected at most once
+        # Phi * Phi does not change along the path: square once (sample route does not need it).
+        Phi2 = None
         while k < self.max_steps and budget > 0:
             budget -= 1
-            S, Q = score_candidates(Phi, post, b, t)
+            if post.route != "sample" and Phi2 is None:
+                Phi2 = _squared(Phi)
+            S, Q = score_candidates(Phi, post, b, t, sq_cache=Phi2)
             action, gain, new_alpha = candidate_actions(S, Q, alpha, model.allowed & ~no_add,
                                                         self.alpha_min)
             if last_re >= 0 and action[last_re] == REESTIMATE:
