@@ -93,6 +93,31 @@ def _relabel_progress(mapping: Mapping[str, str]):
         log.removeFilter(relabel)
 
 
+def _check_label_values(labels: pd.Series) -> None:
+    """Refuse label columns that cannot be classes: continuous values, or a class per sample."""
+    n = len(labels)
+    numeric = pd.to_numeric(labels, errors="coerce")
+    if numeric.notna().all():
+        values = numeric.to_numpy(dtype=float)
+        fractional = values != np.round(values)
+        if fractional.any() and np.unique(values).size > 10:
+            msg = (f"the labels look continuous ({np.unique(values).size} distinct numbers, e.g. "
+                   f"{values[fractional][0]:g}); ardselect classifies: bin them into classes or "
+                   "choose a categorical column")
+            raise LabelError(msg)
+    counts = labels.astype(str).value_counts()
+    if counts.size > 2 and counts.size > n / 2:
+        msg = (f"the label column has {counts.size} classes for {n} samples (e.g. "
+               f"{', '.join(map(repr, counts.index[:3]))}): it looks like a sample id, not a class")
+        raise LabelError(msg)
+    single = counts[counts < 2]
+    if single.size:
+        shown = ", ".join(repr(c) for c in single.index[:5]) + (", ..." if single.size > 5 else "")
+        msg = (f"{single.size} class(es) have a single sample ({shown}); a classifier needs at "
+               "least two per class: merge or drop them")
+        raise LabelError(msg)
+
+
 def _encode_labels(labels: np.ndarray, positive):
     """Integer codes for the estimator and the original labels they stand for.
 
@@ -150,6 +175,7 @@ def _rank_core(
             "(e.g. adata[adata.obs[key].notna()]) before ranking"
         )
         raise LabelError(msg)
+    _check_label_values(labels)
     labels = labels.astype(str).to_numpy()
     gene_names = np.asarray([str(g) for g in gene_names], dtype=object)
     if X.shape[1] != gene_names.shape[0]:

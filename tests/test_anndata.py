@@ -223,3 +223,31 @@ def test_layer_errors(small):
 def test_not_anndata():
     with pytest.raises(TypeError, match="must be an AnnData"):
         ardselect.rank_genes(np.zeros((3, 3)), "label")
+
+
+@pytest.mark.parametrize(
+    ("labels", "match"),
+    [
+        ([f"s{i}" for i in range(24)], "looks like a sample id"),
+        (list(np.linspace(0.1, 5.3, 24)), "look continuous"),
+        (["a"] * 11 + ["b"] * 12 + ["c"], r"1 class\(es\) have a single sample \('c'\)"),
+    ],
+)
+def test_labels_that_cannot_be_classes_are_refused(labels, match):
+    from ardselect._anndata import _rank_core
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(24, 6))
+    with pytest.raises(ardselect.LabelError, match=match):
+        _rank_core(X, np.array(labels, dtype=object), [f"g{i}" for i in range(6)])
+
+
+def test_integer_coded_labels_are_classes():
+    from ardselect._anndata import _rank_core
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(24, 6))
+    y = np.repeat([0, 1], 12)
+    X[:, 0] += 2 * y
+    res = _rank_core(X, y, [f"g{i}" for i in range(6)])
+    assert res is not None
