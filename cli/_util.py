@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import os
 import shutil
@@ -45,6 +46,50 @@ def info_line(message: str, *, quiet: bool = False) -> None:
         sys.stderr.flush()
 
 
+def _package_of(w) -> str:
+    """The top-level package a warning was issued from (by the file of the warning call)."""
+    parts = Path(str(w.filename)).parts
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts:
+            rest = parts[parts.index(marker) + 1:]
+            return rest[0].split(".")[0] if rest else "?"
+    here = Path(__file__).resolve().parent
+    lib = Path(importlib.util.find_spec("ardselect").origin).resolve().parent
+    path = Path(str(w.filename)).resolve()
+    if path.is_relative_to(here) or path.is_relative_to(lib):
+        return "ardselect"
+    return path.stem
+
+
+def _relay_warnings(caught, *, debug: bool) -> None:
+    """ardselect's own warnings as one ``warning:`` line each; others (anndata, ...) counted in one note.
+
+    A warning is ours when its category is defined in ardselect or it was issued from ardselect's
+    code; scikit-learn's ``ConvergenceWarning`` raised by our estimators counts as ours.
+    """
+    seen = set()
+    foreign: dict[str, list[str]] = {}
+    for w in caught:
+        if issubclass(w.category, FutureWarning) and not debug:
+            continue
+        ours = w.category.__module__.startswith("ardselect") or _package_of(w) == "ardselect"
+        if ours:
+            text = f"{w.category.__name__}: {w.message}"
+            if text not in seen:
+                seen.add(text)
+                warn_line(str(w.message))
+        else:
+            foreign.setdefault(_package_of(w), []).append(" ".join(str(w.message).split()))
+    for package, messages in foreign.items():
+        if debug:
+            for m in dict.fromkeys(messages):
+                sys.stderr.write(f"{PROG}: {package} warned: {m}\n")
+        else:
+            sys.stderr.write(f"{PROG}: note: {len(messages)} warning(s) from {package}, not about "
+                             f"your results (ARDSELECT_DEBUG=1 shows them)\n")
+    sys.stderr.flush()
+
+
 @contextlib.contextmanager
 def handle_errors():
     """Turn every expected failure into one line on stderr and an exit code, never a traceback.
@@ -63,12 +108,7 @@ def handle_errors():
             try:
                 yield
             finally:
-                seen = set()
-                for w in caught:
-                    text = f"{w.category.__name__}: {w.message}"
-                    if text not in seen and not issubclass(w.category, (FutureWarning,)):
-                        seen.add(text)
-                        warn_line(str(w.message))
+                _relay_warnings(caught, debug=debug)
     except typer.Exit:
         raise
     except UsageError as exc:

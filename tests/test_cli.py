@@ -534,3 +534,27 @@ def test_layer_and_use_raw_exclude_each_other(command, adata_factory, tmp_path):
     result = run(command, path, "--layer", "counts", "--use-raw", "-o", tmp_path / "r")
     assert_one_line_error(result, 2, r"give --layer or --use-raw, not both")
     assert not (tmp_path / "r").exists()
+
+
+def test_third_party_warnings_are_not_shown_as_ours(capsys):
+    # Issue 12, item 9: anndata's warnings were printed as "ardselect: warning: ...".
+    import warnings as _w
+    from pathlib import Path as _P
+
+    import ardselect._classifier as ours
+    from ardselect_cli._util import _relay_warnings
+
+    foreign = [_w.WarningMessage("Element '/X' was written without encoding metadata", UserWarning,
+                                 "/x/lib/python3.11/site-packages/anndata/_io/h5ad.py", 10)] * 34
+    mine = [_w.WarningMessage("3 of 30 features are constant", ours.ConstantFeatureWarning,
+                              "/somewhere/else.py", 1),
+            _w.WarningMessage("path stopped", UserWarning, str(_P(ours.__file__)), 1)]
+    _relay_warnings(foreign + mine, debug=False)
+    err = capsys.readouterr().err.splitlines()
+    assert "ardselect: warning: 3 of 30 features are constant" in err
+    assert "ardselect: warning: path stopped" in err
+    assert "ardselect: note: 34 warning(s) from anndata, not about your results " \
+           "(ARDSELECT_DEBUG=1 shows them)" in err
+    assert not any("encoding metadata" in line for line in err)
+    _relay_warnings(foreign, debug=True)
+    assert "anndata warned: Element '/X'" in capsys.readouterr().err
