@@ -517,7 +517,7 @@ def rank_genes(
         standardize=standardize,
         max_steps=max_steps,
         estimator_params=estimator_params,
-        model_extra={"label_key": groupby},
+        model_extra={"label_key": groupby, "input": {"layer": layer, "use_raw": bool(use_raw)}},
     )
     _write_results(adata, result, key_added, params, symbol_key=skey)
     return adata if copy else None

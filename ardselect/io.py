@@ -939,12 +939,34 @@ class PortableModel:
         with atomic_write(path) as fh:
             fh.write(self.to_json())
 
+    @property
+    def input_space(self) -> dict:
+        """Where the model's genes were read in AnnData: ``{"layer": name or None, "use_raw": bool}``."""
+        space = self.data.get("input") or {}
+        return {"layer": space.get("layer"), "use_raw": bool(space.get("use_raw", False))}
+
+    def _input_matrix(self, adata):
+        """``(gene names, matrix)`` of ``adata`` in the model's input space, or a clear refusal."""
+        space = self.input_space
+        if space["use_raw"]:
+            if adata.raw is None:
+                msg = ("the model was fitted on raw.X (use_raw) but the data have no raw; give "
+                       "the same kind of values the model was fitted on")
+                raise ModelError(msg)
+            return adata.raw.var_names, adata.raw.X
+        if space["layer"] is not None:
+            if space["layer"] not in adata.layers:
+                msg = (f"the model was fitted on layer {space['layer']!r}, which the data lack "
+                       f"(layers: {', '.join(adata.layers.keys()) or 'none'})")
+                raise ModelError(msg)
+            return adata.var_names, adata.layers[space["layer"]]
+        return adata.var_names, adata.X
+
     def _columns(self, data, feature_names=None) -> np.ndarray:
         """The model's genes from ``data`` (AnnData, DataFrame, or array + names), as a dense array."""
         X = data
         if hasattr(data, "var_names") and hasattr(data, "X"):
-            names = data.var_names
-            X = data.X
+            names, X = self._input_matrix(data)
         elif isinstance(data, pd.DataFrame):
             names = data.columns
             X = data.to_numpy()

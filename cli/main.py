@@ -447,6 +447,12 @@ def predict(
             check_output(out, overwrite=overwrite, kind="file")
         check_input(model)
         portable = ardselect.io.load_model(model)
+        space = portable.input_space
+        if layer is not None and (space["use_raw"] or space["layer"] not in (None, layer)):
+            fitted_on = "raw.X" if space["use_raw"] else f"layer {space['layer']!r}"
+            msg = (f"the model was fitted on {fitted_on} and applies it itself; --layer {layer} "
+                   "would score other values")
+            raise UsageError(msg)
         adata = _read(
             data, genes_in_rows=genes_in_rows, label_key=label_key or "label", labels=labels,
             layer=layer,

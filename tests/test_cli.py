@@ -558,3 +558,34 @@ def test_third_party_warnings_are_not_shown_as_ours(capsys):
     assert not any("encoding metadata" in line for line in err)
     _relay_warnings(foreign, debug=True)
     assert "anndata warned: Element '/X'" in capsys.readouterr().err
+
+
+def test_use_raw_model_predicts_on_raw(adata_factory, tmp_path):
+    # Issue 12, item 1: a --use-raw model scored adata.X (here: unrelated values) without a word.
+    import anndata as ad
+
+    adata = adata_factory(n_samples=40, n_genes=12, seed=21)
+    raw = adata.copy()
+    rng = np.random.default_rng(0)
+    adata.X = rng.permutation(np.asarray(adata.X, dtype=float).ravel()).reshape(adata.shape)
+    adata.raw = raw
+    path = tmp_path / "d.h5ad"
+    adata.write_h5ad(path)
+    out = tmp_path / "r"
+    result = run("fit", path, "--use-raw", "--out", out, "--quiet")
+    assert result.exit_code == 0, result.stderr
+    model = json.loads((out / "model.json").read_text())
+    assert model["input"] == {"layer": None, "use_raw": True}
+    pred_file = tmp_path / "p.tsv"
+    result = run("predict", out / "model.json", path, "-o", pred_file)
+    assert result.exit_code == 0, result.stderr
+    pred = pd.read_csv(pred_file, sep="\t")
+    assert (pred["predicted"] == pred["label"]).mean() > 0.9  # scored on raw.X, as fitted
+    # Data without raw are refused, and so is a --layer that contradicts the model.
+    bare = ad.AnnData(X=np.asarray(raw.X), obs=raw.obs, var=raw.var)
+    bare.write_h5ad(tmp_path / "bare.h5ad")
+    result = run("predict", out / "model.json", tmp_path / "bare.h5ad", "-o", tmp_path / "q.tsv")
+    assert_one_line_error(result, 1, "fitted on raw.X")
+    assert not (tmp_path / "q.tsv").exists()
+    result = run("predict", out / "model.json", path, "--layer", "counts", "-o", tmp_path / "q.tsv")
+    assert_one_line_error(result, 2, "--layer counts would score other values")
