@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import log_ndtr, logsumexp
 
-__all__ = ["leave_one_out_sq", "inclusion_certainty"]
+__all__ = ["inclusion_certainty", "leave_one_out_sq"]
 
 #: Gauss-Legendre nodes over log g. The integrand is smooth in log g; its features sit near
 #: g ~ 1/s and g ~ s / q^2, which for the designs we see lie between 1e-9 and 1e3 times g_max.

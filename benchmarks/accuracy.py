@@ -96,8 +96,9 @@ def table(results, predictions, reference="L1-logistic"):
     s = summarize(results, predictions).set_index("method")
     d = (paired_difference(results, reference).set_index("method")
          if reference in set(results["method"]) else None)
-    lines = ["| method | error % | genes | log-loss | ECE (pooled) | d error % vs L1 | d log-loss vs L1 "
-             "| fit s |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    header = ("| method | error % | genes | log-loss | ECE (pooled) | d error % vs L1 "
+              "| d log-loss vs L1 | fit s |")
+    lines = [header, "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     prior = s["log_loss_prior_mean"].iloc[0]
     for m, r in s.iterrows():
         de = dl = ""

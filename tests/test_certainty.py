@@ -81,6 +81,7 @@ def test_bayes_factor_matches_direct_marginal_likelihoods():
         Ci = np.linalg.inv(C0)
         sj, qj = Phi[:, j] @ Ci @ Phi[:, j], Phi[:, j] @ Ci @ t
         np.testing.assert_allclose([s[j], q[j]], [sj, qj], rtol=1e-8)
+        np.testing.assert_allclose(p_pos[j], _quad_reference(sj, qj, G)[1], atol=1e-7)
 
 
 def test_planted_genes_are_certain_and_signed_right():

@@ -541,8 +541,9 @@ def test_third_party_warnings_are_not_shown_as_ours(capsys):
     import warnings as _w
     from pathlib import Path as _P
 
-    import ardselect._classifier as ours
     from ardselect_cli._util import _relay_warnings
+
+    import ardselect._classifier as ours
 
     foreign = [_w.WarningMessage("Element '/X' was written without encoding metadata", UserWarning,
                                  "/x/lib/python3.11/site-packages/anndata/_io/h5ad.py", 10)] * 34

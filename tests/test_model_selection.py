@@ -38,7 +38,7 @@ class FixedProba(ClassifierMixin, BaseEstimator):
 class MeanRecorder(TransformerMixin, BaseEstimator):
     """Centres with the training mean and remembers which rows it was fitted on."""
 
-    fitted_rows = []
+    fitted_rows: list = []  # noqa: RUF012 (a test-only record shared across clones)
 
     def fit(self, X, y=None):
         self.mean_ = np.asarray(X).mean(axis=0)
@@ -53,7 +53,7 @@ def test_scores_match_a_hand_computed_split():
     X = np.array([[2.0, 0], [-1, 1], [0.5, 2], [-3, 3], [1, 4], [-0.2, 5], [3, 6], [-2, 7]])
     y = np.array(["b", "a", "a", "a", "b", "b", "b", "a"])
     res, pred = evaluate(X, y, {"fixed": FixedProba()}, n_splits=1, train_size=0.5, random_state=3)
-    (train, test), = partitions(y, n_splits=1, train_size=0.5, random_state=3)
+    (_, test), = partitions(y, n_splits=1, train_size=0.5, random_state=3)
     p_b = 1 / (1 + np.exp(-X[test, 0]))
     truth_b = y[test] == "b"
     pred_b = p_b > 0.5
