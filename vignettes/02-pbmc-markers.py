@@ -142,9 +142,8 @@ print(panel.groupby("class", sort=False)["gene"].apply(", ".join).to_string())
 
 # %%
 model = ardselect.get.model(train, "markers")
-# The model needs the matrix it was trained on: log-normalised raw values with gene names.
-test_raw = ad.AnnData(test.raw.X, obs=test.obs[["cell_type"]], var=test.raw.var[[]])
-pred = model.predict(test_raw)
+# The model remembers that it was fitted on `raw.X` and reads the test cells' raw values itself.
+pred = model.predict(test)
 truth = test.obs["cell_type"].to_numpy()
 print(f"held-out accuracy: {np.mean(pred == truth):.3f} on {test.n_obs} cells")
 print(pd.crosstab(pd.Series(truth, name="true"), pd.Series(pred, name="predicted")).to_string())
