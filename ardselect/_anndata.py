@@ -418,7 +418,9 @@ def rank_genes(
           ``varm[f"{key}_selected"]`` (bool), each (n_vars, n_classes) with columns in
           ``uns[key]["classes"]`` order;
         * ``uns[key]``: ``params`` (every argument and the ardselect version), ``classes``
-          (str array), ``positive`` (str), ``chosen_step`` (dict class -> int), ``ranked`` and
+          (str array), ``problems`` (str array: the class of each binary problem), ``positive`` (str),
+          ``chosen_step`` (int array aligned with ``problems``; :func:`ardselect.get.chosen_steps`
+          gives a dict), ``ranked`` and
           ``path`` (tables as dicts of columns; read them with
           :func:`ardselect.get.ranked_genes_df` and :func:`ardselect.get.path_df`),
           ``preprocessing`` (what was applied, including ``n_dropped`` constant genes) and
@@ -557,7 +559,9 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
         "classes": np.asarray(result.classes, dtype=object),
         "problems": np.asarray(problems, dtype=object),
         "positive": "None" if result.positive is None else str(result.positive),
-        "chosen_step": {str(k): int(v) for k, v in result.chosen_step.items()},
+        # Per-class records are arrays aligned with "problems", never dicts keyed by class: h5ad
+        # turns a key such as "CD4+/CD25 T Reg" into nested groups.
+        "chosen_step": np.array([int(result.chosen_step[p]) for p in problems], dtype=np.int64),
         "ranked": _table_to_uns(ranked),
         "path": _table_to_uns(result.path),
         "preprocessing": {

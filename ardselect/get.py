@@ -24,7 +24,7 @@ import pandas as pd
 from .exceptions import ArdselectError
 from .io import PortableModel
 
-__all__ = ["gene_sets", "model", "path_df", "ranked_genes_df"]
+__all__ = ["chosen_steps", "gene_sets", "model", "path_df", "ranked_genes_df"]
 
 
 def _stored(adata, key: str) -> dict:
@@ -122,6 +122,21 @@ def gene_sets(adata, key: str = "ardselect") -> dict[str, tuple[str, list[str]]]
         desc = f"ardselect ARD-EP genes for {label_key}={cls} (criterion {criterion}, {len(genes)} genes)"
         sets[name] = (desc, genes)
     return sets
+
+
+def chosen_steps(adata, key: str = "ardselect") -> dict:
+    """The path step chosen for each binary problem, as a dict class -> step.
+
+    Stored as an array aligned with ``uns[key]["problems"]``, so class names of any form (``/``,
+    ``.``, unicode, empty) survive ``write_h5ad``.
+    """
+    stored = _stored(adata, key)
+    problems = [str(p) for p in np.asarray(stored["problems"]).tolist()]
+    steps = np.asarray(stored["chosen_step"]).astype(int).tolist()
+    if len(steps) != len(problems):
+        msg = f"uns[{key!r}] has {len(steps)} chosen steps for {len(problems)} problems"
+        raise ArdselectError(msg)
+    return dict(zip(problems, steps, strict=True))
 
 
 def model(adata, key: str = "ardselect") -> PortableModel:

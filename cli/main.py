@@ -374,7 +374,7 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show):
     for cls in dict.fromkeys(ranked["class"]):
         block = ranked[ranked["class"] == cls]
         n_sel = int(block["selected"].sum())
-        step = int(stored["chosen_step"][cls])
+        step = ardselect.get.chosen_steps(adata)[cls]
         what = f"{cls} vs rest" if len(classes) > 2 else f"{classes[1]} vs {classes[0]}"
         console.print(f"{what}: {n_sel} gene(s) selected by {criterion} (path step {step})")
         table = Table()

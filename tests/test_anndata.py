@@ -62,7 +62,7 @@ def test_binary_writes_var_and_uns(binary):
     assert uns["preprocessing"]["n_dropped"] == 1
     assert list(uns["preprocessing"]["dropped"]) == ["G5"]
     assert uns["preprocessing"]["log"] == "log2"
-    assert set(uns["chosen_step"]) == {"ctrl"}
+    assert set(ardselect.get.chosen_steps(adata)) == {"ctrl"}
 
 
 def test_binary_tables(binary):
@@ -85,7 +85,7 @@ def test_binary_tables(binary):
         "loo_prob_error", "chosen",
     ]
     assert path["chosen"].sum() == 1
-    assert path.loc[path["chosen"], "step"].item() == adata.uns["ardselect"]["chosen_step"]["ctrl"]
+    assert path.loc[path["chosen"], "step"].item() == ardselect.get.chosen_steps(adata)["ctrl"]
     assert set(path["action"]) <= {"init", "add", "delete", "reestimate"}
     assert path.loc[path["chosen"], "n_features"].item() == sel.shape[0]
 
@@ -251,3 +251,24 @@ def test_integer_coded_labels_are_classes():
     X[:, 0] += 2 * y
     res = _rank_core(X, y, [f"g{i}" for i in range(6)])
     assert res is not None
+
+
+def test_any_class_name_survives_write_h5ad(tmp_path):
+    # Issue 12, item 2: a class keyed record named "CD4+/CD25 T Reg" came back as nested groups.
+    rng = np.random.default_rng(5)
+    names = ["CD4+/CD25 T Reg", "a.b", "\u00e9t\u00e9 \u2014 \u03b1", "", "plain"]
+    y = np.repeat(names, 8)
+    X = rng.normal(size=(y.size, 12))
+    for k in range(len(names)):
+        X[y == names[k], k] += 3.0
+    adata = ad.AnnData(X=X, obs=pd.DataFrame({"cell": y}, index=[f"c{i}" for i in range(y.size)]),
+                       var=pd.DataFrame(index=[f"g{j}" for j in range(12)]))
+    ardselect.rank_genes(adata, "cell")
+    before = ardselect.get.chosen_steps(adata)
+    assert set(before) == set(names)
+    adata.write_h5ad(tmp_path / "r.h5ad")
+    back = ad.read_h5ad(tmp_path / "r.h5ad")
+    assert ardselect.get.chosen_steps(back) == before
+    assert set(ardselect.get.ranked_genes_df(back)["class"]) == set(names)
+    proba = ardselect.get.model(back).predict_proba(back)
+    assert proba.shape == (y.size, len(names))
