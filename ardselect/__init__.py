@@ -4,7 +4,10 @@ The core is :class:`ARDClassifier`, a linear-basis ARD probit classifier fitted 
 Propagation along a sequential add / delete / re-estimate path, choosing the model by the EP evidence,
 the EP leave-one-out error or the leave-one-out error probability. Around it: the RVM family
 (type-II ML regression, Laplace classification, variational and Gibbs-sampled variants) and kernel
-bases that pick relevance vectors, AnnData helpers and file I/O.
+bases that pick relevance vectors, and MCMC diagnostics. Modules: :mod:`~ardselect.get` (results
+stored in AnnData), :mod:`~ardselect.io` (readers and writers), :mod:`~ardselect.preprocessing`,
+:mod:`~ardselect.model` (portable models), :mod:`~ardselect.pl` (figures; needs matplotlib),
+:mod:`~ardselect.model_selection` and :mod:`~ardselect.datasets`.
 
 Public names are imported lazily so that ``import ardselect`` stays fast.
 """
@@ -26,6 +29,8 @@ _LAZY = {
     "VariationalRVMRegressor": "._variational",
     "VariationalRVMClassifier": "._variational",
     "GibbsRVMClassifier": "._gibbs",
+    "split_rhat": "._mcmc",
+    "effective_sample_size": "._mcmc",
     "rank_genes": "._anndata",
     "ArdselectError": ".exceptions",
     "DataError": ".exceptions",
@@ -35,9 +40,14 @@ _LAZY = {
     "ModelError": ".exceptions",
     "get": ".get",
     "io": ".io",
+    "pl": ".pl",
+    "model": ".model",
+    "preprocessing": ".preprocessing",
     "datasets": ".datasets",
     "model_selection": ".model_selection",
 }
+
+_MODULES = ("get", "io", "pl", "model", "preprocessing", "datasets", "model_selection")
 
 __all__ = ["__version__", *_LAZY]
 
@@ -45,7 +55,7 @@ __all__ = ["__version__", *_LAZY]
 def __getattr__(name: str):
     if name in _LAZY:
         module = importlib.import_module(_LAZY[name], __name__)
-        value = module if name in ("get", "io", "datasets", "model_selection") else getattr(module, name)
+        value = module if name in _MODULES else getattr(module, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'ardselect' has no attribute {name!r}")

@@ -18,7 +18,9 @@ import scipy.sparse as sp
 
 from ._version import __version__
 from .exceptions import DataError, LabelError
-from .io import PortableModel, Preprocessor, check_unique_names
+from ._validation import check_unique_names
+from .model import PortableModel
+from .preprocessing import Preprocessor
 
 __all__ = ["rank_genes"]
 
@@ -360,7 +362,7 @@ def rank_genes(
     """Select and rank the genes that predict ``adata.obs[groupby]`` with an ARD probit classifier.
 
     The expression matrix (``X``, a layer, or ``raw``) is preprocessed (floor/cap, log, constant
-    genes dropped, per-gene standardisation; see :class:`ardselect.io.Preprocessor`), then an
+    genes dropped, per-gene standardisation; see :class:`ardselect.preprocessing.Preprocessor`), then an
     :class:`~ardselect.ARDClassifier` runs its add/delete path and keeps the model chosen by
     ``criterion``. Two classes give one ranked list; more give one list per class (that class vs
     the rest), as marker genes. Samples are observations, genes variables.

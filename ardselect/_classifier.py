@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import logging
 import warnings
-from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
@@ -22,7 +21,7 @@ from ._basis import LinearBasis, design_matrix, make_basis, unit_rms
 from ._certainty import inclusion_certainty, leave_one_out_sq
 from ._criteria import CRITERIA, check_criterion, choose_step
 from ._ep import loo_error, loo_prob_error, run_ep
-from ._probit import ovr_log_proba, tilted_moments
+from ._probit import probit_log_proba, tilted_moments
 from ._sequential import SequentialPath, score_candidates
 from ._validation import (
     check_binary_labels,
@@ -30,8 +29,9 @@ from ._validation import (
     constant_columns,
 )
 from .exceptions import DataError, LabelError
+from .model import Posterior
 
-__all__ = ["ARDClassifier", "ConstantFeatureWarning", "Posterior"]
+__all__ = ["ARDClassifier", "ConstantFeatureWarning"]
 
 logger = logging.getLogger("ardselect")
 
@@ -45,21 +45,6 @@ class ConstantFeatureWarning(UserWarning):
 def _label(v) -> str:
     """A class label for messages: numpy scalars shown as plain Python values."""
     return repr(v.item() if isinstance(v, np.generic) else v)
-
-
-@dataclass
-class Posterior:
-    """Gaussian posterior of the weights of one binary problem, in the units of the input features.
-
-    ``index`` holds the basis columns in the model (input features for the default basis, training
-    points for a kernel basis); ``-1`` marks the intercept. ``P(positive | x) = Phi(h / sqrt(1 + v))``
-    with ``h = sum_k mean_k x[index_k]`` (``x[-1] = 1``) and ``v = x_A^T cov x_A``.
-    """
-
-    index: np.ndarray
-    mean: np.ndarray
-    cov: np.ndarray
-    positive_class: object
 
 
 class _EPProbitProblem:
@@ -244,7 +229,7 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
     support_ : ndarray of bool, shape (n_features_in_,)
         Features in the chosen model (of any class).
     posteriors_ : list of Posterior
-        Posterior of each binary problem's weights (portable: see :class:`Posterior`).
+        Posterior of each binary problem's weights (portable: see :class:`ardselect.model.Posterior`).
     relevance_vectors_ : ndarray of int
         With a kernel basis: training points whose functions are in the model (any class).
     n_iter_ : int
@@ -567,7 +552,7 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         For each binary problem ``P = Phi(m / sqrt(1 + v))`` with ``m, v`` the posterior mean and
         variance of the latent. With more than two classes the one-vs-rest answers are combined as
         independent answers conditioned on exactly one class being true: ``P(k)`` is proportional to
-        the odds ``P_k / (1 - P_k)`` (see :func:`ardselect._probit.ovr_log_proba`).
+        the odds ``P_k / (1 - P_k)`` (see :func:`ardselect._probit.probit_log_proba`).
 
         Returns
         -------
@@ -578,7 +563,7 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
     def predict_log_proba(self, X):
         """Log of :meth:`predict_proba`, computed in log space."""
         m, v = self._latent(X)
-        return ovr_log_proba(m / np.sqrt(1.0 + v))
+        return probit_log_proba(m, v)
 
     def predict(self, X):
         """Most probable class (the argmax of :meth:`predict_proba`)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import log_ndtr, ndtr
 
-__all__ = ["log_Phi", "Phi", "inv_mills", "tilted_moments", "ovr_log_proba"]
+__all__ = ["Phi", "inv_mills", "log_Phi", "ovr_log_proba", "probit_log_proba", "tilted_moments"]
 
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 
@@ -105,3 +105,25 @@ def ovr_log_proba(z):
     log_odds = log_ndtr(z) - log_ndtr(-z)  # (n, k)
     top = log_odds.max(axis=1, keepdims=True)
     return log_odds - (top + np.log(np.exp(log_odds - top).sum(axis=1, keepdims=True)))
+
+
+def probit_log_proba(mean, var):
+    """Log class probabilities of probit problems from the posterior moments of their latents.
+
+    The one prediction rule of the EP probit models (:class:`ardselect.ARDClassifier` and the portable
+    model): ``P_k = Phi(m_k / sqrt(1 + v_k))``, the probit integrated over a Gaussian latent, combined
+    by :func:`ovr_log_proba`.
+
+    Parameters
+    ----------
+    mean, var : ndarray of shape (n, k)
+        Posterior mean and variance of the latent of each of ``k`` binary problems.
+
+    Returns
+    -------
+    ndarray of shape (n, 2) for ``k = 1``, else (n, k)
+    """
+    mean = np.asarray(mean, dtype=np.float64)
+    # A quadratic form x' C x of a covariance can round to a tiny negative value; it is a variance.
+    var = np.maximum(np.asarray(var, dtype=np.float64), 0.0)
+    return ovr_log_proba(mean / np.sqrt(1.0 + var))

@@ -5,13 +5,20 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import check_array
 
 from .exceptions import DataError, LabelError
 
-__all__ = ["check_design", "check_binary_labels", "check_path_params", "constant_columns"]
+__all__ = [
+    "check_binary_labels",
+    "check_design",
+    "check_path_params",
+    "check_unique_names",
+    "constant_columns",
+]
 
 
 def check_design(X, *, estimator_name: str = "estimator", accept_sparse: bool = True):
@@ -126,3 +133,17 @@ def check_path_params(init, init_names, max_steps):
                          f"int; got {init!r}.")
     if not (isinstance(max_steps, (int, np.integer)) and max_steps >= 0):
         raise ValueError(f"max_steps must be a non-negative int; got {max_steps!r}.")
+
+
+def check_unique_names(names, what: str = "gene") -> None:
+    """Raise :class:`DataError` if ``names`` has duplicates, naming how many and a few of them."""
+    index = pd.Index(names)
+    if index.is_unique:
+        return
+    dup = index[index.duplicated()].unique()
+    shown = ", ".join(map(str, dup[:5])) + (", ..." if len(dup) > 5 else "")
+    msg = (
+        f"{len(dup)} duplicated {what} name(s) ({shown}); {what} names must be unique "
+        "(e.g. anndata's var_names_make_unique(), or aggregate the duplicates)"
+    )
+    raise DataError(msg)

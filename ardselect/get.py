@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .exceptions import ArdselectError
-from .io import PortableModel
+from .model import PortableModel
 
 __all__ = ["chosen_steps", "gene_sets", "model", "path_df", "ranked_genes_df"]
 

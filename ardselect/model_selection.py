@@ -30,6 +30,7 @@ from .exceptions import DataError, LabelError
 
 __all__ = [
     "baselines",
+    "calibration_table",
     "evaluate",
     "expected_calibration_error",
     "n_genes_used",
@@ -64,6 +65,39 @@ def expected_calibration_error(confidence, correct, n_bins: int = 10) -> float:
         m = bins == b
         total += m.sum() * abs(conf[m].mean() - ok[m].mean())
     return round(float(total / conf.size), 12)
+
+
+def calibration_table(predictions: pd.DataFrame, *, n_bins: int = 10) -> pd.DataFrame:
+    """Reliability of held-out probabilities: observed accuracy per bin of predicted confidence.
+
+    ``predictions`` has columns ``criterion``, ``confidence`` (the predicted probability of the
+    predicted class) and ``correct`` (bool). Bins are equal-width on [0.5, 1] for two classes and
+    [0, 1] otherwise (``n_classes`` column, if present, decides; default [0, 1]). Returns one row per
+    criterion and non-empty bin: ``criterion``, ``bin_low``, ``bin_high``, ``n``, ``mean_confidence``,
+    ``accuracy``; plus the expected calibration error per criterion in ``ece`` (same on every row).
+    """
+    rows = []
+    lo = 0.5 if "n_classes" in predictions and (predictions["n_classes"] == 2).all() else 0.0
+    edges = np.linspace(lo, 1.0, n_bins + 1)
+    for crit, sub in predictions.groupby("criterion", sort=False):
+        conf = sub["confidence"].to_numpy(float)
+        corr = sub["correct"].to_numpy(bool)
+        idx = np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, n_bins - 1)
+        ece = 0.0
+        crit_rows = []
+        for b in range(n_bins):
+            m = idx == b
+            if not m.any():
+                continue
+            mc, acc = float(conf[m].mean()), float(corr[m].mean())
+            ece += m.mean() * abs(mc - acc)
+            crit_rows.append({"criterion": crit, "bin_low": edges[b], "bin_high": edges[b + 1],
+                              "n": int(m.sum()), "mean_confidence": mc, "accuracy": acc})
+        for r in crit_rows:
+            r["ece"] = ece
+        rows.extend(crit_rows)
+    return pd.DataFrame(rows, columns=["criterion", "bin_low", "bin_high", "n", "mean_confidence",
+                                       "accuracy", "ece"])
 
 
 def _unwrap(est):
@@ -236,7 +270,7 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
         scored, as ``"NAME (CRITERION)"``: e.g. ``{"ARD-EP": ["evidence"]}``.
     preprocessor : transformer, optional
         Cloned and fitted on each training part, then applied to both parts (for example
-        :class:`ardselect.io.Preprocessor`).
+        :class:`ardselect.preprocessing.Preprocessor`).
     n_splits, train_size, groups, random_state
         The partitions (:func:`partitions`).
     sample_ids : array-like of shape (n_samples,), optional

@@ -41,7 +41,7 @@ import pandas as pd
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
-#: data set -> (preprocessing keyword arguments for ardselect.io.Preprocessor, label key)
+#: data set -> (preprocessing keyword arguments for ardselect.preprocessing.Preprocessor, label key)
 DATASETS = {
     "golub_leukemia": {"floor": 100, "cap": 16000, "log": "log2"},
     "west_breast_er": {"log": "none"},
@@ -80,7 +80,7 @@ def methods(random_state=0):
 
 def run(name, methods_dict, *, criteria=None, n_splits=50, jobs=2, seed=0):
     """Evaluate ``methods_dict`` on data set ``name``; returns (results, predictions)."""
-    from ardselect.io import Preprocessor
+    from ardselect.preprocessing import Preprocessor
     from ardselect.model_selection import evaluate
 
     X, y, ids = load(name)

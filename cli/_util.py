@@ -120,6 +120,11 @@ def handle_errors():
     except ardselect.ArdselectError as exc:
         error_line(str(exc))
         raise typer.Exit(1) from None
+    except ImportError as exc:  # an optional dependency (matplotlib for the figures)
+        if debug:
+            raise
+        error_line(str(exc))
+        raise typer.Exit(1) from None
     except (OSError, MemoryError) as exc:
         if debug:
             raise

@@ -141,7 +141,7 @@ def test_portable_model_matches_estimator_on_held_out(n_classes, expression):
     shuffled = test[genes[::-1]].assign(extra=1.0)
     got = res.model.predict_proba(shuffled)
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-10)
-    back = ardselect.io.PortableModel(__import__("json").loads(res.model.to_json()))
+    back = ardselect.model.PortableModel(__import__("json").loads(res.model.to_json()))
     np.testing.assert_allclose(back.predict_proba(shuffled), expected, rtol=0, atol=1e-10)
 
 

@@ -13,6 +13,7 @@ import anndata as ad
 import numpy as np
 import pandas as pd
 import pytest
+from ardselect_cli import _options as options
 from ardselect_cli import main as cli
 from typer.testing import CliRunner
 
@@ -94,9 +95,9 @@ def test_version():
 
 
 def test_cli_constants_match_library():
-    assert cli.LOG_CHOICES == ardselect.io.LOG_CHOICES
-    assert cli.EXAMPLES == ardselect.datasets.EXAMPLES
-    assert tuple(c.value for c in cli.Criterion) == ardselect.CRITERIA
+    assert options.LOG_CHOICES == ardselect.preprocessing.LOG_CHOICES
+    assert options.EXAMPLES == ardselect.datasets.EXAMPLES
+    assert tuple(c.value for c in options.Criterion) == ardselect.CRITERIA
 
 
 def test_fit_help_documents_defaults():
@@ -376,7 +377,7 @@ def test_interrupt_leaves_no_partial_output(data, tmp_path, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ardselect.io, "write_path_png", interrupted)
+    monkeypatch.setattr(ardselect.pl, "save_png", interrupted)
     out = tmp_path / "r"
     result = run("fit", data / "train.csv", "-o", out, "--write-h5ad", tmp_path / "r.h5ad")
     assert_one_line_error(result, 130, "interrupted; no output was written")
@@ -388,6 +389,13 @@ def test_interrupt_leaves_no_partial_output(data, tmp_path, monkeypatch):
     assert result.exit_code == 130
     assert [p.name for p in tmp_path.iterdir()] == ["r"]
     assert (out / "keep.txt").read_text() == "previous"
+
+
+def test_fit_without_matplotlib_asks_for_the_plot_extra(data, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now fails
+    result = run("fit", data / "train.csv", "-o", tmp_path / "r")
+    assert_one_line_error(result, 1, r"figures need matplotlib: pip install 'ardselect\[plot\]'")
+    assert list(tmp_path.iterdir()) == []  # refused before the fit, nothing written
 
 
 def test_unexpected_error_is_one_line(data, tmp_path, monkeypatch):

@@ -26,7 +26,7 @@ Z4 = 4.0  # tolerance in Monte Carlo standard errors
 
 def _mcse_ok(est, ref, draws, *, extra=0.0):
     """|est - ref| <= Z4 * MCSE (+ extra) for the mean of ``draws`` (n_chains, n_draws, k)."""
-    ess = gb.effective_sample_size(draws, rank_normalize=False)
+    ess = ardselect.effective_sample_size(draws, rank_normalize=False)
     sd = draws.reshape(-1, draws.shape[-1]).std(axis=0, ddof=1)
     mcse = sd / np.sqrt(ess)
     return np.abs(est - ref) <= Z4 * mcse + extra, mcse
@@ -348,23 +348,23 @@ def _ar1(rng, rho, n_chains, n):
 def test_rhat_well_mixed_is_one(rng):
     draws = rng.normal(size=(4, 1000, 3))
     for rank in (True, False):
-        assert np.all(gb.split_rhat(draws, rank_normalize=rank) < 1.01)
+        assert np.all(ardselect.split_rhat(draws, rank_normalize=rank) < 1.01)
 
 
 def test_rhat_chains_apart_is_large(rng):
     # Four chains of 100 iid draws whose means differ by 1 sd: var_plus / W ~ 1 + 1/3 * 4 / 4.
     draws = rng.normal(size=(4, 100)) + np.array([0.0, 0.0, 1.0, -1.0])[:, None]
-    assert gb.split_rhat(draws)[0] > 1.1
-    assert gb.split_rhat(draws, rank_normalize=False)[0] > 1.1
+    assert ardselect.split_rhat(draws)[0] > 1.1
+    assert ardselect.split_rhat(draws, rank_normalize=False)[0] > 1.1
     # Same location, different scales: bulk R-hat misses it, the folded (tail) R-hat does not.
     scales = rng.normal(size=(4, 1000)) * np.array([1.0, 1.0, 1.0, 4.0])[:, None]
-    assert gb.split_rhat(scales)[0] > 1.1
+    assert ardselect.split_rhat(scales)[0] > 1.1
 
 
 def test_rhat_trend_within_chain(rng):
     # A drifting chain: split-R-hat compares its halves and flags it even with a single chain.
     draws = rng.normal(size=(1, 1000)) + np.linspace(0, 3, 1000)[None, :]
-    assert gb.split_rhat(draws)[0] > 1.1
+    assert ardselect.split_rhat(draws)[0] > 1.1
 
 
 def test_rhat_matches_closed_form(rng):
@@ -374,13 +374,13 @@ def test_rhat_matches_closed_form(rng):
     W = halves.var(axis=1, ddof=1).mean()
     B_n = halves.mean(axis=1).var(ddof=1)
     expect = np.sqrt((3 / 4 * W + B_n) / W)
-    assert gb.split_rhat(draws, rank_normalize=False)[0] == pytest.approx(expect, rel=1e-12)
+    assert ardselect.split_rhat(draws, rank_normalize=False)[0] == pytest.approx(expect, rel=1e-12)
 
 
 def test_ess_iid_is_n(rng):
     draws = rng.normal(size=(4, 2500))
     for rank in (True, False):
-        assert gb.effective_sample_size(draws, rank_normalize=rank)[0] == pytest.approx(
+        assert ardselect.effective_sample_size(draws, rank_normalize=rank)[0] == pytest.approx(
             10_000, rel=0.12
         )
 
@@ -391,7 +391,7 @@ def test_ess_ar1(rng, rho):
     draws = _ar1(rng, rho, n_chains, n)
     expect = n_chains * n * (1 - rho) / (1 + rho)
     for rank in (True, False):
-        assert gb.effective_sample_size(draws, rank_normalize=rank)[0] == pytest.approx(
+        assert ardselect.effective_sample_size(draws, rank_normalize=rank)[0] == pytest.approx(
             expect, rel=0.15
         )
 
@@ -704,11 +704,11 @@ def test_bad_data_and_unfitted():
 
 def test_diagnostics_need_four_draws():
     with pytest.raises(DataError, match="at least 4 draws per chain"):
-        gb.split_rhat(np.zeros((2, 3)))
+        ardselect.split_rhat(np.zeros((2, 3)))
     with pytest.raises(DataError, match="at least 4 draws per chain"):
-        gb.effective_sample_size(np.zeros((2, 3)))
+        ardselect.effective_sample_size(np.zeros((2, 3)))
     with pytest.raises(DataError, match=r"must have shape \(n_chains, n_draws\)"):
-        gb.split_rhat(np.zeros(10))
+        ardselect.split_rhat(np.zeros(10))
 
 
 def test_public_name():

@@ -14,6 +14,7 @@ from ardselect import ARDClassifier
 from ardselect.exceptions import DataError, LabelError
 from ardselect.model_selection import (
     baselines,
+    calibration_table,
     evaluate,
     expected_calibration_error,
     n_genes_used,
@@ -181,3 +182,20 @@ def test_accuracy_benchmark_runs_on_golub(shared_data):
     assert s.loc["ARD-EP", "genes_mean"] < s.loc["linear SVM", "genes_mean"]
     assert s.loc["ARD-EP", "log_loss_mean"] < s.loc["ARD-EP", "log_loss_prior_mean"] / 2
     assert "| ARD-EP |" in accuracy.table(res, pred)
+
+
+def test_calibration_table_counts_and_ece():
+    pred = pd.DataFrame({
+        "criterion": ["loo"] * 4 + ["evidence"] * 2,
+        "n_classes": 2,
+        "confidence": [0.55, 0.58, 0.95, 0.97, 0.6, 0.99],
+        "correct": [True, False, True, True, True, False],
+    })
+    t = calibration_table(pred, n_bins=5)
+    loo = t[t.criterion == "loo"]
+    assert loo["n"].tolist() == [2, 2]
+    assert loo["accuracy"].tolist() == [0.5, 1.0]
+    # ECE = sum_b (n_b / n) |conf_b - acc_b|, computed by hand
+    expected = 0.5 * abs(0.565 - 0.5) + 0.5 * abs(0.96 - 1.0)
+    assert loo["ece"].iloc[0] == pytest.approx(expected)
+    assert t.loc[t.criterion == "evidence", "bin_low"].tolist() == pytest.approx([0.6, 0.9])

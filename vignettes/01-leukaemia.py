@@ -79,7 +79,7 @@ print(adata.obs["label"].value_counts().to_dict())
 # %%
 X = np.asarray(adata.X)
 print(f"raw values: min {X.min():.0f}, max {X.max():.0f}, {np.mean(X < 100):.0%} below 100")
-pre = ardselect.io.Preprocessor("log10", floor=100, cap=16000).fit(X)
+pre = ardselect.preprocessing.Preprocessor("log10", floor=100, cap=16000).fit(X)
 print(pre.describe())
 
 # %% [markdown]
@@ -137,7 +137,8 @@ picks = {
 for criterion, i in picks.items():
     print(f"{criterion:9s} -> step {path.loc[i, 'step']:3d}, {path.loc[i, 'n_features']:3d} genes, "
           f"LOO error {path.loc[i, 'loo_error']:.3f}")
-ardselect.io.write_path_png(path, OUT / "leukaemia_path.png", title="Golub leukaemia: AML vs ALL")
+ardselect.pl.save_png(ardselect.pl.path(path, title="Golub leukaemia: AML vs ALL"),
+                      OUT / "leukaemia_path.png")
 print("path plot:", OUT / "leukaemia_path.png")
 
 # %% [markdown]
@@ -172,7 +173,7 @@ y = adata.obs["label"].astype(str).to_numpy()
 rows = []
 splitter = StratifiedShuffleSplit(n_splits=n_splits, train_size=0.5, random_state=0)
 for k, (tr, te) in enumerate(splitter.split(X, y)):
-    prep = ardselect.io.Preprocessor("log10", floor=100, cap=16000).fit(X[tr])
+    prep = ardselect.preprocessing.Preprocessor("log10", floor=100, cap=16000).fit(X[tr])
     est = ardselect.ARDClassifier(criterion="loo").fit(prep.transform(X[tr]), y[tr])
     Zte = prep.transform(X[te])
     for criterion in ardselect.CRITERIA:

@@ -1,0 +1,317 @@
+"""Portable models: a fitted ARD probit classifier as plain data, saved as JSON and applied anywhere.
+
+:class:`PortableModel` keeps, per binary problem, the Gaussian posterior of the weights of the genes
+in the model (a :class:`Posterior`) and the preprocessing parameters of those genes. It predicts
+through the same code as :class:`ardselect.ARDClassifier`: the latent moments of each problem
+(:meth:`Posterior.latent`), then :func:`ardselect._probit.probit_log_proba`, which also combines
+one-vs-rest answers. :func:`load_model` reads ``model.json`` back.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from ._probit import probit_log_proba
+from ._validation import check_unique_names
+from ._version import __version__
+from .exceptions import FileFormatError, ModelError
+from .io import _require_file, atomic_write
+from .preprocessing import Preprocessor
+
+__all__ = ["MODEL_FORMAT", "MODEL_FORMAT_VERSION", "PortableModel", "Posterior", "load_model"]
+
+MODEL_FORMAT = "ardselect-model"
+MODEL_FORMAT_VERSION = 1
+
+
+@dataclass
+class Posterior:
+    """Gaussian posterior of the weights of one binary problem, in the units of the input features.
+
+    ``index`` holds the basis columns in the model (input features for the default basis, training
+    points for a kernel basis); ``-1`` marks the intercept. ``P(positive | x) = Phi(h / sqrt(1 + v))``
+    with ``h = sum_k mean_k x[index_k]`` (``x[-1] = 1``) and ``v = x_A^T cov x_A``.
+    """
+
+    index: np.ndarray
+    mean: np.ndarray
+    cov: np.ndarray
+    positive_class: object
+
+    def latent(self, design):
+        """Posterior mean and variance of the latent for the rows of ``design``.
+
+        Parameters
+        ----------
+        design : ndarray of shape (n_samples, n_basis + 1)
+            Basis values with a last column of ones (the intercept, ``index == -1``).
+
+        Returns
+        -------
+        mean, var : ndarray of shape (n_samples,)
+        """
+        XA = design[:, np.asarray(self.index, dtype=int)]  # (n, d)
+        mean = XA @ np.asarray(self.mean, dtype=np.float64)
+        var = np.einsum("ij,jk,ik->i", XA, np.asarray(self.cov, dtype=np.float64), XA)
+        return mean, var
+
+
+def _jsonable(value):
+    """Plain Python version of ``value`` for JSON (numpy scalars and arrays included)."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [_jsonable(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        return _jsonable(value.item())
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def _versions() -> dict:
+    import platform
+
+    import scipy
+    import sklearn
+
+    return {
+        "ardselect": __version__,
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "scikit-learn": sklearn.__version__,
+        "python": platform.python_version(),
+    }
+
+
+class PortableModel:
+    """A fitted ARD probit model as plain data: applies to new data without pickles.
+
+    Built by :func:`ardselect.rank_genes` (stored as JSON in ``adata.uns[key]["model_json"]``) and
+    by ``ardselect fit`` (``model.json``); read back with :func:`load_model`.
+
+    For each binary problem (one for two classes; one per class, one-vs-rest, otherwise) the model
+    keeps the Gaussian posterior ``N(mean, cov)`` of the weights of the genes in the model (and the
+    intercept, index ``-1``). The probability of the problem's positive class for a sample ``x``
+    (after replaying the stored preprocessing) is ``Phi(h / sqrt(1 + v))`` with ``h = mean . x_A``
+    and ``v = x_A' cov x_A``: the probit predictive probability with the weight uncertainty
+    integrated out. Multi-class probabilities combine the one-vs-rest answers as ARDClassifier does.
+    """
+
+    def __init__(self, data: Mapping):
+        self.data = dict(data)
+        if self.data.get("format") != MODEL_FORMAT:
+            msg = "not an ardselect model (missing or wrong 'format' field)"
+            raise ModelError(msg)
+        version = self.data.get("format_version")
+        if version != MODEL_FORMAT_VERSION:
+            msg = (
+                f"model format version {version!r} is not supported by ardselect {__version__} "
+                f"(which reads version {MODEL_FORMAT_VERSION})"
+            )
+            raise ModelError(msg)
+        try:
+            self.features = [str(f) for f in self.data["features"]]
+            self.classes = list(self.data["classes"])
+            self.problems = list(self.data["problems"])
+            self.preprocessing = dict(self.data["preprocessing"])
+        except (KeyError, TypeError) as exc:
+            msg = f"model is missing the field {exc}"
+            raise ModelError(msg) from None
+        self._posteriors = [self._posterior(k, prob) for k, prob in enumerate(self.problems)]
+
+    def _posterior(self, k: int, prob) -> Posterior:
+        """Problem ``k`` as a :class:`Posterior`, refusing shapes or covariances no fit can produce."""
+        try:
+            index = np.asarray(prob["index"], dtype=int)
+            mean = np.asarray(prob["mean"], dtype=np.float64)
+            cov = np.asarray(prob["cov"], dtype=np.float64)
+        except (KeyError, TypeError, ValueError) as exc:
+            msg = f"model problem {k} is malformed: {exc}"
+            raise ModelError(msg) from None
+        d = index.size
+        if index.ndim != 1 or mean.shape != (d,) or cov.size != d * d:
+            msg = (f"model problem {k} is malformed: {d} indices, mean of shape {mean.shape}, "
+                   f"covariance with {cov.size} entries")
+            raise ModelError(msg)
+        if np.any((index < -1) | (index >= len(self.features))):
+            msg = f"model problem {k} indexes genes outside its {len(self.features)} features"
+            raise ModelError(msg)
+        cov = cov.reshape(d, d)
+        if d:
+            # A fitted covariance is symmetric positive semi-definite up to rounding; anything
+            # else would give negative predictive variances, so it is refused, not clipped.
+            eig = np.linalg.eigvalsh(0.5 * (cov + cov.T))
+            tol = 1e-9 * max(1.0, float(np.abs(eig).max()))
+            if not (np.allclose(cov, cov.T, rtol=1e-9, atol=tol) and eig[0] >= -tol):
+                msg = (f"model problem {k} has a covariance that is not symmetric positive "
+                       "semi-definite; the model file is corrupted")
+                raise ModelError(msg)
+        return Posterior(index, mean, cov, prob.get("positive"))
+
+    @classmethod
+    def from_estimator(
+        cls,
+        estimator,
+        preprocessor: Preprocessor,
+        feature_names: Sequence[str],
+        classes: Sequence,
+        *,
+        extra: Mapping | None = None,
+    ) -> PortableModel:
+        """Build from a fitted ``ARDClassifier`` and the :class:`Preprocessor` that fed it.
+
+        ``feature_names`` name the estimator's input columns (the preprocessor's kept genes) and
+        ``classes`` the original class labels, in the order of ``estimator.classes_``.
+        """
+        posteriors = list(estimator.posteriors_)
+        classes = list(classes)
+        if len(classes) == 2:
+            positives = [classes[1]]
+        else:
+            positives = classes
+        if len(posteriors) != len(positives):
+            msg = f"{len(posteriors)} posteriors for {len(classes)} classes"
+            raise ModelError(msg)
+        used = sorted({int(i) for post in posteriors for i in np.asarray(post.index) if i >= 0})
+        position = {j: k for k, j in enumerate(used)}
+        problems = []
+        for positive, post in zip(positives, posteriors, strict=True):
+            index = np.asarray(post.index, dtype=int)
+            problems.append(
+                {
+                    "positive": _jsonable(positive),
+                    "index": [position[int(i)] if i >= 0 else -1 for i in index],
+                    "mean": np.asarray(post.mean, dtype=np.float64).tolist(),
+                    "cov": np.asarray(post.cov, dtype=np.float64).tolist(),
+                }
+            )
+        data = {
+            "format": MODEL_FORMAT,
+            "format_version": MODEL_FORMAT_VERSION,
+            "classes": _jsonable(classes),
+            "features": [str(feature_names[j]) for j in used],
+            "preprocessing": preprocessor.to_dict(used),
+            "problems": problems,
+            "n_features_trained": int(preprocessor.n_features_in_),
+            "versions": _versions(),
+        }
+        if extra:
+            data.update(_jsonable(dict(extra)))
+        return cls(data)
+
+    def to_json(self) -> str:
+        """The model as JSON text (floats written with full round-trip precision)."""
+        return json.dumps(_jsonable(self.data), indent=1, sort_keys=True, allow_nan=False) + "\n"
+
+    def save(self, path) -> None:
+        """Write the model as JSON, atomically."""
+        with atomic_write(path) as fh:
+            fh.write(self.to_json())
+
+    @property
+    def input_space(self) -> dict:
+        """Where the model's genes were read in AnnData: ``{"layer": name or None, "use_raw": bool}``."""
+        space = self.data.get("input") or {}
+        return {"layer": space.get("layer"), "use_raw": bool(space.get("use_raw", False))}
+
+    def _input_matrix(self, adata):
+        """``(gene names, matrix)`` of ``adata`` in the model's input space, or a clear refusal."""
+        space = self.input_space
+        if space["use_raw"]:
+            if adata.raw is None:
+                msg = ("the model was fitted on raw.X (use_raw) but the data have no raw; give "
+                       "the same kind of values the model was fitted on")
+                raise ModelError(msg)
+            return adata.raw.var_names, adata.raw.X
+        if space["layer"] is not None:
+            if space["layer"] not in adata.layers:
+                msg = (f"the model was fitted on layer {space['layer']!r}, which the data lack "
+                       f"(layers: {', '.join(adata.layers.keys()) or 'none'})")
+                raise ModelError(msg)
+            return adata.var_names, adata.layers[space["layer"]]
+        return adata.var_names, adata.X
+
+    def _columns(self, data, feature_names=None) -> np.ndarray:
+        """The model's genes from ``data`` (AnnData, DataFrame, or array + names), as a dense array."""
+        X = data
+        if hasattr(data, "var_names") and hasattr(data, "X"):
+            names, X = self._input_matrix(data)
+        elif isinstance(data, pd.DataFrame):
+            names = data.columns
+            X = data.to_numpy()
+        else:
+            names = feature_names
+            if names is None:
+                msg = "give feature_names with an array (genes are matched by name)"
+                raise ModelError(msg)
+        names = pd.Index([str(n) for n in names])
+        check_unique_names(names, "gene")
+        pos = names.get_indexer(self.features)
+        missing = [f for f, p in zip(self.features, pos, strict=True) if p < 0]
+        if missing:
+            shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
+            msg = (
+                f"the data lack {len(missing)} of the model's {len(self.features)} genes: {shown}"
+            )
+            raise ModelError(msg)
+        if sp.issparse(X):
+            return sp.csc_matrix(X)[:, pos].toarray()
+        return np.asarray(X)[:, pos]
+
+    @property
+    def posteriors(self) -> list[Posterior]:
+        """One :class:`Posterior` per binary problem, indexed into the model's ``features``."""
+        return list(self._posteriors)
+
+    def predict_log_proba(self, data, feature_names=None) -> np.ndarray:
+        """Log class probabilities, shape (n_samples, n_classes), columns in ``classes`` order."""
+        Z = Preprocessor.apply_dict(self.preprocessing, self._columns(data, feature_names))
+        design = np.hstack([Z, np.ones((Z.shape[0], 1))])  # column -1 is the intercept
+        moments = [post.latent(design) for post in self.posteriors]
+        mean = np.column_stack([m for m, _ in moments])  # (n, k)
+        var = np.column_stack([v for _, v in moments])  # (n, k)
+        return probit_log_proba(mean, var)  # what ARDClassifier.predict_log_proba runs
+
+    def predict_proba(self, data, feature_names=None) -> np.ndarray:
+        """Class probabilities, shape (n_samples, n_classes), columns in ``classes`` order.
+
+        ``data`` is AnnData (read in the model's input space, :attr:`input_space`), a DataFrame, or an
+        array with ``feature_names``; genes are matched by name.
+        """
+        return np.exp(self.predict_log_proba(data, feature_names))
+
+    def predict(self, data, feature_names=None) -> np.ndarray:
+        """Most probable class per sample."""
+        proba = self.predict_proba(data, feature_names)
+        return np.asarray(self.classes, dtype=object)[np.argmax(proba, axis=1)]
+
+
+def load_model(path) -> PortableModel:
+    """Read a ``model.json`` written by ``ardselect fit`` or :meth:`PortableModel.save`."""
+    path = _require_file(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        msg = f"{path.name} is not a JSON model file: {exc}"
+        raise FileFormatError(msg) from None
+    if not isinstance(data, dict):
+        msg = f"{path.name} is not an ardselect model (JSON object expected)"
+        raise FileFormatError(msg)
+    return PortableModel(data)

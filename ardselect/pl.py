@@ -1,0 +1,201 @@
+"""Figures: the ARD path, the selected genes' weights, and held-out calibration.
+
+Every function draws on a :class:`matplotlib.figure.Figure` (a new one unless ``fig`` is given) and
+returns it; :func:`save_png` writes a figure as a byte-reproducible PNG. matplotlib is an optional
+dependency (``pip install 'ardselect[plot]'``); it is imported when a figure is drawn, so the rest
+of ardselect works without it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .io import atomic_write
+
+__all__ = ["calibration", "path", "require_matplotlib", "save_png", "weights"]
+
+
+def require_matplotlib() -> None:
+    """Raise a clear :class:`ImportError` naming the extra to install when matplotlib is missing."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        msg = "ardselect's figures need matplotlib: pip install 'ardselect[plot]'"
+        raise ImportError(msg) from None
+
+
+def save_png(fig, path) -> None:
+    """Save ``fig`` as PNG (100 dpi, no software or date metadata, so the bytes are reproducible),
+    atomically."""
+    with atomic_write(path, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=100, metadata={"Software": None})
+
+
+_PATH_PANELS = (
+    ("log_evidence", "log evidence"),
+    ("loo_error", "LOO error"),
+    ("loo_prob_error", "LOO error probability"),
+    ("n_features", "genes in model"),
+)
+#: The LOO error probability panel is on a log scale (as the paper's Figure 2): on separable data
+#: it falls to ~1e-300. Values below this floor (including exact zeros) are drawn at the floor.
+_LOG_PANEL_FLOOR = 1e-300
+
+
+def _log_probability_axis(ax, values):
+    """Log y axis from the smallest value (floored) to 1, ticked at round powers of ten."""
+    from matplotlib.ticker import MaxNLocator
+
+    lo = np.log10(max(float(np.min(values)), _LOG_PANEL_FLOOR))
+    exps = MaxNLocator(nbins=4, steps=[1, 2, 5, 10], integer=True).tick_values(min(lo, -1.0), 0.0)
+    exps = exps[(exps >= np.floor(min(lo, -1.0))) & (exps <= 0)]
+    ax.set_yscale("log")
+    ax.set_yticks(10.0**exps, [("1" if e == 0 else f"1e{int(e)}") for e in exps])
+    ax.minorticks_off()
+    ax.set_ylim(10.0 ** (min(lo, -1.0) - 0.05 * max(1.0, -lo)), 2.0)
+
+
+def path(path_table: pd.DataFrame, *, title: str | None = None, fig=None):
+    """Plot evidence, LOO error, LOO error probability and model size along the ARD path.
+
+    ``path_table`` has the columns of :func:`ardselect.get.path_df` (``class``, ``step``, the four
+    quantities, and ``chosen`` marking the chosen step of each class). Each panel shares the step
+    axis; the chosen step is marked by a dashed line (binary) or a dot per class (multi-class), as
+    in Figure 2 of Qi et al. (2004). The LOO error probability is on a log scale, as in the
+    paper (values below 1e-300, and zeros, are drawn at 1e-300). Returns the matplotlib Figure.
+    """
+    require_matplotlib()
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    if fig is None:
+        fig = Figure(figsize=(7.0, 8.0))
+    axes = fig.subplots(len(_PATH_PANELS), 1, sharex=True)
+    classes = list(dict.fromkeys(path_table["class"].astype(str)))
+    multi = len(classes) > 1
+    for ax, (col, label) in zip(axes, _PATH_PANELS, strict=True):
+        for i, cls in enumerate(classes):
+            sub = path_table[path_table["class"].astype(str) == cls]
+            color = f"C{i % 10}"
+            values = sub[col].to_numpy(dtype=float)
+            if col == "loo_prob_error":
+                values = np.maximum(values, _LOG_PANEL_FLOOR)
+            ax.plot(sub["step"], values, color=color, lw=1.2, label=cls if multi else None)
+            chosen = sub["chosen"].astype(bool).to_numpy()
+            if chosen.any():
+                if multi:
+                    ax.plot(sub["step"][chosen], values[chosen], "o", color=color, ms=5)
+                else:
+                    step = int(sub["step"][chosen].iloc[0])
+                    ax.axvline(float(step), color="k", ls="--", lw=1.0,
+                               label=f"chosen step {step}")
+        if col == "loo_prob_error":
+            _log_probability_axis(ax, path_table[col].to_numpy(dtype=float))
+            label += " (log)"
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+    axes[-1].set_xlabel("path step")
+    axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[-1].yaxis.set_major_locator(MaxNLocator(integer=True))
+    if multi:
+        axes[0].legend(
+            fontsize="small", ncol=2, title="class vs rest (dot: chosen step)",
+            title_fontsize="small",
+        )
+    elif path_table["chosen"].astype(bool).any():
+        axes[0].legend(fontsize="small", loc="lower right")
+    if title:
+        axes[0].set_title(title)
+    fig.align_ylabels(axes)
+    fig.tight_layout()
+    return fig
+
+
+def weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fig=None):
+    """Forest plot of the selected genes: posterior mean of the weight with +-2 sd bars.
+
+    ``ranked`` is a ranked table (:meth:`ARDClassifier.ranked_features` or
+    :func:`ardselect.get.ranked_genes_df`: columns ``rank``, ``gene`` or ``feature``, ``selected``,
+    ``mean``, ``sd``, optionally ``class`` and ``description``). The ``top`` best-ranked selected genes
+    of each class are drawn, best at the top; a bar that crosses zero marks a weight whose sign the
+    data do not pin down. One panel per class (at most 12). Returns the matplotlib Figure.
+    """
+    require_matplotlib()
+    from matplotlib.figure import Figure
+
+    table = ranked.copy()
+    if "class" not in table:
+        table["class"] = ""
+    name_col = "gene" if "gene" in table else "feature"
+    classes = list(dict.fromkeys(table["class"].astype(str)))[:12]
+    n_rows = [min(int(table.loc[(table["class"].astype(str) == c) & table["selected"]].shape[0]),
+                  top) for c in classes]
+    height = max(2.5, 0.22 * max(n_rows + [1]) + 1.2)
+    ncol = min(len(classes), 3)
+    nrow = -(-len(classes) // ncol)
+    if fig is None:
+        fig = Figure(figsize=(4.6 * ncol, height * nrow))
+    axes = np.atleast_1d(fig.subplots(nrow, ncol, squeeze=False)).ravel()
+    for ax, cls in zip(axes, classes, strict=False):
+        sub = table[(table["class"].astype(str) == cls) & table["selected"].astype(bool)]
+        sub = sub.sort_values("rank", kind="stable").head(top)
+        k = len(sub)
+        ypos = np.arange(k)[::-1]
+        labels = sub[name_col].astype(str).to_numpy()
+        if "description" in sub:
+            desc = sub["description"].fillna("").astype(str).str.slice(0, 22).to_numpy()
+            labels = np.array([f"{g} {d}".strip() for g, d in zip(labels, desc, strict=True)])
+        mean = sub["mean"].to_numpy(float)
+        sd = sub["sd"].to_numpy(float)
+        colors = np.where(np.abs(mean) > 2 * sd, "C0", "0.6")
+        ax.errorbar(mean, ypos, xerr=2 * sd, fmt="none", ecolor=colors, elinewidth=1.2)
+        ax.scatter(mean, ypos, c=colors, s=14, zorder=3)
+        ax.axvline(0.0, color="k", lw=0.8)
+        ax.set_yticks(ypos)
+        ax.set_yticklabels(labels, fontsize=7)
+        ax.set_xlabel("weight (posterior mean +- 2 sd)")
+        ax.grid(True, axis="x", alpha=0.3)
+        sub_title = f"{cls} vs rest" if len(classes) > 1 else (title or "")
+        if sub_title:
+            ax.set_title(sub_title, fontsize=9)
+        if k == 0:
+            ax.text(0.5, 0.5, "no gene selected", ha="center", va="center",
+                    transform=ax.transAxes)
+    for ax in axes[len(classes):]:
+        ax.set_visible(False)
+    if title and len(classes) > 1:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def calibration(table: pd.DataFrame, *, title: str | None = None, fig=None):
+    """Reliability diagram from :func:`ardselect.model_selection.calibration_table`: accuracy against mean confidence per bin.
+
+    Points on the diagonal are calibrated; below it, over-confident. Marker area follows the number
+    of held-out predictions in the bin. Returns the matplotlib Figure.
+    """
+    require_matplotlib()
+    from matplotlib.figure import Figure
+
+    if fig is None:
+        fig = Figure(figsize=(5.0, 4.6))
+    ax = fig.subplots()
+    lo = float(table["bin_low"].min()) if len(table) else 0.0
+    ax.plot([lo, 1], [lo, 1], color="k", lw=0.8, ls="--", label="calibrated")
+    for i, (crit, sub) in enumerate(table.groupby("criterion", sort=False)):
+        size = 12 + 200 * sub["n"] / max(1, table["n"].max())
+        ax.plot(sub["mean_confidence"], sub["accuracy"], "-", color=f"C{i}", lw=1.0)
+        ax.scatter(sub["mean_confidence"], sub["accuracy"], s=size, color=f"C{i}",
+                   label=f"{crit} (ECE {sub['ece'].iloc[0]:.3f})", zorder=3)
+    ax.set_xlabel("predicted probability of the predicted class")
+    ax.set_ylabel("observed accuracy on held-out samples")
+    ax.set_xlim(lo - 0.02, 1.02)
+    ax.set_ylim(min(lo, float(table["accuracy"].min()) if len(table) else 0) - 0.05, 1.05)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small", loc="lower right")
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig

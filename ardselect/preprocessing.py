@@ -1,0 +1,300 @@
+"""Per-gene preprocessing fitted on training data and replayed on new data: :class:`Preprocessor`.
+
+The steps (floor / cap, log, constant-gene removal, standardisation) are an ordinary scikit-learn
+transformer, so they go inside a :class:`~sklearn.pipeline.Pipeline` or
+:func:`ardselect.model_selection.evaluate`; :meth:`Preprocessor.to_dict` and
+:meth:`Preprocessor.apply_dict` carry the fitted parameters into a portable model
+(:mod:`ardselect.model`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, TransformerMixin
+
+from ._validation import check_design, constant_columns
+from .exceptions import DataError
+
+__all__ = ["LOG_CHOICES", "Preprocessor"]
+
+#: Values of ``Preprocessor(log=...)``: ``auto`` picks ``log2`` or ``none`` from the data.
+LOG_CHOICES = ("auto", "none", "log2", "log10", "ln")
+
+
+def _dense(X) -> np.ndarray:
+    return X.toarray() if sp.issparse(X) else np.asarray(X)
+
+
+def _values(X) -> np.ndarray:
+    return X.data if sp.issparse(X) else np.asarray(X).ravel()
+
+
+def _min_max(X) -> tuple[float, float]:
+    v = _values(X)
+    if sp.issparse(X) and X.nnz < X.shape[0] * X.shape[1]:
+        lo = min(float(v.min()) if v.size else 0.0, 0.0)
+        hi = max(float(v.max()) if v.size else 0.0, 0.0)
+        return lo, hi
+    return float(v.min()), float(v.max())
+
+
+def _looks_like_counts(X) -> bool:
+    """True when X looks like counts or raw intensities: non-negative and large, or integer-valued."""
+    lo, hi = _min_max(X)
+    if lo < 0:
+        return False
+    if hi > 100:
+        return True
+    v = _values(X)
+    return bool(hi > 1 and np.all(v == np.round(v)))
+
+
+class Preprocessor(TransformerMixin, BaseEstimator):
+    """Per-gene preprocessing applied before ARD: floor/cap, log, constant-gene removal, standardisation.
+
+    The steps run in this order on a samples x genes matrix:
+
+    1. values below ``floor`` are set to ``floor`` and values above ``cap`` to ``cap`` (the Golub
+       convention is floor 100, cap 16000 for Affymetrix MAS 4 intensities);
+    2. a log transform, ``log_b(x + pseudocount)``;
+    3. genes that are constant on the training data are dropped (their number is in ``n_dropped_``);
+    4. with ``standardize``, each gene is centred and scaled to unit standard deviation
+       (``ddof=0``) with the training mean and sd. Sparse input is scaled but not centred, which
+       keeps it sparse; with an intercept in the model centring only moves the intercept.
+
+    Parameters
+    ----------
+    log : {"auto", "none", "log2", "log10", "ln"}, default="auto"
+        ``"auto"`` chooses ``"log2"`` when the (floored, capped) training data look like counts or
+        raw intensities (no negative values, and a maximum above 100 or integer values), and
+        ``"none"`` otherwise (data already on a log scale, or centred/scaled). The choice made is in
+        ``log_``.
+    pseudocount : float, optional
+        Added before taking logs. The default is 0 when a positive ``floor`` is set (the floor
+        already keeps the logs finite: the Golub convention is ``log10`` of floored values) and
+        1 otherwise (``log2(x + 1)`` for counts). Values with ``x + pseudocount <= 0`` raise
+        :class:`DataError` (use ``floor``).
+    floor, cap : float, optional
+        Lower and upper bounds applied first.
+    standardize : bool, default=True
+        Centre and scale each gene.
+
+    Attributes
+    ----------
+    log_ : str
+        The transform actually applied (never ``"auto"``).
+    pseudocount_ : float
+        The pseudocount actually used.
+    keep_ : ndarray of bool, shape (n_features_in_,)
+        Genes kept (not constant).
+    n_dropped_ : int
+        Number of constant genes dropped.
+    center_, scale_ : ndarray of shape (n_kept,)
+        Subtracted and divided per kept gene (0 and 1 without standardisation).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str, shape (n_features_in_,)
+        Set when fitted on a DataFrame or given ``feature_names``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[10.0, 5, 200], [30, 5, 900], [70, 5, 4000]])
+    >>> pre = Preprocessor().fit(X)
+    >>> pre.log_, pre.n_dropped_
+    ('log2', 1)
+    >>> pre.transform(X).shape
+    (3, 2)
+    """
+
+    def __init__(
+        self,
+        log: str = "auto",
+        *,
+        pseudocount: float | None = None,
+        floor: float | None = None,
+        cap: float | None = None,
+        standardize: bool = True,
+    ):
+        self.log = log
+        self.pseudocount = pseudocount
+        self.floor = floor
+        self.cap = cap
+        self.standardize = standardize
+
+    # The steps ----------------------------------------------------------------------------
+    def _check_params(self):
+        if self.log not in LOG_CHOICES:
+            msg = f"log must be one of {', '.join(LOG_CHOICES)}; got {self.log!r}"
+            raise ValueError(msg)
+        if self.floor is not None and self.cap is not None and self.floor >= self.cap:
+            msg = f"floor ({self.floor}) must be below cap ({self.cap})"
+            raise ValueError(msg)
+
+    @staticmethod
+    def _clip(X, floor, cap):
+        if floor is None and cap is None:
+            return X
+        if sp.issparse(X):
+            if (floor is not None and floor > 0) or (cap is not None and cap < 0):
+                X = X.toarray()  # implicit zeros change: densify
+            else:
+                X = X.copy()
+                X.data = np.clip(X.data, floor, cap)
+                return X
+        return np.clip(X, floor, cap)
+
+    @staticmethod
+    def _log(X, log, pseudocount):
+        if log == "none":
+            return X
+        base = {"log2": 2.0, "log10": 10.0, "ln": math.e}[log]
+        v = _values(X)
+        lo = min(float(v.min()) if v.size else 0.0, 0.0 if sp.issparse(X) else np.inf)
+        if lo + pseudocount <= 0:
+            n_bad = int(np.sum(v + pseudocount <= 0))
+            msg = (
+                f"cannot take {log} of {n_bad} value(s) <= {-pseudocount:g} (minimum {lo:g}); "
+                "set a floor (e.g. --floor 100 for raw intensities) or --log none"
+            )
+            raise DataError(msg)
+        if sp.issparse(X) and pseudocount == 1.0:
+            X = X.copy()
+            X.data = np.log1p(X.data) / math.log(base)  # log(0 + 1) = 0 keeps zeros implicit
+            return X
+        X = _dense(X)
+        if pseudocount == 1.0:
+            return np.log1p(X) / math.log(base)
+        return np.log(X + pseudocount) / math.log(base)
+
+    def _steps(self, X, log):
+        X = self._clip(X, self.floor, self.cap)
+        return self._log(X, log, self.pseudocount_)
+
+    # sklearn API ----------------------------------------------------------------------------
+    def fit(self, X, y=None, *, feature_names=None):
+        """Fit on training data ``X`` of shape (n_samples, n_features); returns ``self``."""
+        self._check_params()
+        if isinstance(X, pd.DataFrame):
+            feature_names = X.columns
+        X = check_design(X, estimator_name="Preprocessor")
+        self.n_features_in_ = X.shape[1]
+        if feature_names is not None:
+            names = np.asarray([str(n) for n in feature_names], dtype=object)
+            if names.shape[0] != X.shape[1]:
+                msg = f"{names.shape[0]} feature names for {X.shape[1]} columns"
+                raise DataError(msg)
+            self.feature_names_in_ = names
+        if self.pseudocount is None:
+            self.pseudocount_ = 0.0 if (self.floor is not None and self.floor > 0) else 1.0
+        else:
+            self.pseudocount_ = float(self.pseudocount)
+        clipped = self._clip(X, self.floor, self.cap)
+        if self.log == "auto":
+            self.log_ = "log2" if _looks_like_counts(clipped) else "none"
+        else:
+            self.log_ = self.log
+        Z = self._log(clipped, self.log_, self.pseudocount_)
+        self.keep_ = ~constant_columns(Z)
+        self.n_dropped_ = int((~self.keep_).sum())
+        if not self.keep_.any():
+            msg = f"all {X.shape[1]} genes are constant across the samples; nothing to classify"
+            raise DataError(msg)
+        Z = Z[:, self.keep_]
+        self.sparse_ = bool(sp.issparse(Z))
+        n_kept = Z.shape[1]
+        if self.standardize:
+            if sp.issparse(Z):
+                mean = np.asarray(Z.mean(axis=0)).ravel()
+                sq = np.asarray(Z.multiply(Z).mean(axis=0)).ravel()
+                var = np.maximum(sq - mean**2, 0.0)
+                self.center_ = np.zeros(n_kept)
+            else:
+                mean = Z.mean(axis=0)
+                var = Z.var(axis=0)
+                self.center_ = mean
+            sd = np.sqrt(var)
+            # A gene that is not exactly constant can still have a sd that rounds to 0; keep
+            # its scale at 1 rather than divide by ~0.
+            self.scale_ = np.where(sd > 0, sd, 1.0)
+        else:
+            self.center_ = np.zeros(n_kept)
+            self.scale_ = np.ones(n_kept)
+        return self
+
+    def transform(self, X):
+        """Apply the fitted steps; returns an array (or sparse matrix) of shape (n_samples, n_kept)."""
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "keep_")
+        X = check_design(X, estimator_name="Preprocessor")
+        if X.shape[1] != self.n_features_in_:
+            msg = f"X has {X.shape[1]} genes but the preprocessor was fitted on {self.n_features_in_}"
+            raise DataError(msg)
+        Z = self._steps(X, self.log_)[:, self.keep_]
+        return self._standardize(Z, self.center_, self.scale_)
+
+    @staticmethod
+    def _standardize(Z, center, scale):
+        if sp.issparse(Z):
+            if np.any(center != 0):
+                Z = Z.toarray()
+            else:
+                return sp.csc_matrix(Z.multiply(1.0 / scale[None, :]))
+        return (np.asarray(Z) - center) / scale
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the kept genes."""
+        names = input_features
+        if names is None:
+            names = getattr(
+                self, "feature_names_in_", np.array([f"x{i}" for i in range(self.n_features_in_)])
+            )
+        return np.asarray(names, dtype=object)[self.keep_]
+
+    # Serialisation ----------------------------------------------------------------------------
+    def to_dict(self, features: Sequence[int] | None = None) -> dict:
+        """JSON-ready parameters; with ``features`` (indices into the kept genes), only theirs."""
+        cols = np.arange(self.center_.shape[0]) if features is None else np.asarray(features, int)
+        return {
+            "floor": self.floor,
+            "cap": self.cap,
+            "log": self.log_,
+            "log_requested": self.log,
+            "pseudocount": float(self.pseudocount_),
+            "standardize": bool(self.standardize),
+            "center": self.center_[cols].tolist(),
+            "scale": self.scale_[cols].tolist(),
+        }
+
+    @staticmethod
+    def apply_dict(params: Mapping, X):
+        """Apply stored parameters (:meth:`to_dict`) to ``X`` whose columns are the stored genes."""
+        X = _dense(check_design(X, estimator_name="model"))
+        Z = Preprocessor._clip(X, params["floor"], params["cap"])
+        Z = Preprocessor._log(Z, params["log"], float(params["pseudocount"]))
+        center = np.asarray(params["center"], dtype=np.float64)
+        scale = np.asarray(params["scale"], dtype=np.float64)
+        return (np.asarray(Z, dtype=np.float64) - center) / scale
+
+    def describe(self) -> str:
+        """One line saying what was done, for logs and the CLI."""
+        parts = []
+        if self.floor is not None:
+            parts.append(f"floor {self.floor:g}")
+        if self.cap is not None:
+            parts.append(f"cap {self.cap:g}")
+        if self.log_ != "none":
+            pc = "" if self.pseudocount_ == 0 else f" + {self.pseudocount_:g}"
+            auto = " (auto: data look like counts/intensities)" if self.log == "auto" else ""
+            parts.append(f"{self.log_}(x{pc}){auto}")
+        else:
+            parts.append("no log" + (" (auto: data look log-scaled)" if self.log == "auto" else ""))
+        parts.append(f"dropped {self.n_dropped_} constant gene(s)")
+        if self.standardize:
+            parts.append("scaled per gene" if self.sparse_ else "standardised per gene")
+        return ", ".join(parts)

@@ -1,0 +1,182 @@
+"""Options and input helpers shared by the commands.
+
+The library's choice tuples live in modules that import pandas and scikit-learn; the copies here keep
+``ardselect --help`` instant, and tests/test_cli.py checks they equal
+``ardselect.preprocessing.LOG_CHOICES`` and ``ardselect.datasets.EXAMPLES``.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ardselect import CRITERIA
+
+from ._util import UsageError, check_input
+
+LOG_CHOICES = ("auto", "none", "log2", "log10", "ln")
+EXAMPLES = ("leukaemia",)
+
+Criterion = Enum("Criterion", {c.replace("-", "_"): c for c in CRITERIA}, type=str)
+LogChoice = Enum("LogChoice", {c: c for c in LOG_CHOICES}, type=str)
+Example = Enum("Example", {c: c for c in EXAMPLES}, type=str)
+
+# ---------------------------------------------------------------------------------------------
+# Shared options
+# ---------------------------------------------------------------------------------------------
+
+DataArg = Annotated[
+    Path,
+    typer.Argument(
+        help="Expression data: .h5ad, .csv/.tsv/.txt (optionally .gz), or .gct (with --labels "
+        "FILE.cls).",
+        show_default=False,
+        metavar="DATA",
+    ),
+]
+LabelKeyOpt = Annotated[
+    str,
+    typer.Option(
+        "--label-key",
+        "-g",
+        help="Column with the class labels: an obs column (h5ad), a column of a samples-in-rows "
+        "table, the row id of a label row with --genes-in-rows, or the obs name given to --labels.",
+    ),
+]
+PositiveOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--positive",
+        help="The positive class (its genes get positive weights). Two classes: default the "
+        "second in sorted order. More classes: fit this class against all others (one list) "
+        "instead of every class against the rest.",
+        show_default=False,
+    ),
+]
+LayerOpt = Annotated[
+    str | None,
+    typer.Option("--layer", help="h5ad only: use this layer instead of X.", show_default=False),
+]
+UseRawOpt = Annotated[
+    bool, typer.Option("--use-raw", help="h5ad only: use adata.raw.X instead of X.")
+]
+GenesInRowsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--genes-in-rows",
+        help="CSV/TSV only: one row per gene and one column per sample (labels then come from "
+        "a label row or --labels).",
+    ),
+]
+LabelsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--labels",
+        help="Separate label file: a CLS file (sample order) or a CSV/TSV with sample id and "
+        "label columns. Required for GCT input.",
+        show_default=False,
+    ),
+]
+LogOpt = Annotated[
+    LogChoice,
+    typer.Option(
+        "--log",
+        help="Log transform log_b(x + pseudocount). 'auto': log2 when the (floored, capped) data "
+        "look like counts or raw intensities (no negatives, and max > 100 or integer values), "
+        "none when they look log-scaled or standardised; the choice is reported.",
+        case_sensitive=False,
+    ),
+]
+PseudocountOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--pseudocount",
+        help="Added before the log. Default: 0 with a positive --floor (log10 of floored "
+        "intensities, the Golub convention), else 1 (log2(x + 1) for counts).",
+        show_default=False,
+    ),
+]
+FloorOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--floor",
+        help="Raise values below this (before the log). Affymetrix MAS 4 data such as Golub's: "
+        "100.",
+        show_default=False,
+    ),
+]
+CapOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--cap",
+        help="Lower values above this (before the log). Golub convention: 16000.",
+        show_default=False,
+    ),
+]
+StandardizeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--standardize/--no-standardize",
+        help="Centre and scale each gene to unit variance (sparse data: scale only). Constant "
+        "genes are always dropped and counted.",
+    ),
+]
+MaxStepsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-steps",
+        help="Largest number of add/delete/re-estimate steps per path (default: the "
+        "estimator's).",
+        show_default=False,
+    ),
+]
+SeedOpt = Annotated[
+    int, typer.Option("--seed", help="Seed of the random partitions (same seed, same output).")
+]
+OverwriteOpt = Annotated[
+    bool, typer.Option("--overwrite", help="Replace existing outputs (only once complete).")
+]
+QuietOpt = Annotated[
+    bool, typer.Option("--quiet", "-q", help="No summary and no progress display.")
+]
+
+
+def read_input(data, *, genes_in_rows, label_key, labels, layer=None):
+    import ardselect
+
+    check_input(data)
+    if labels is not None:
+        check_input(labels)
+    return ardselect.io.read_data(
+        data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels, layer=layer
+    )
+
+
+def check_source_options(data: Path, layer, use_raw: bool) -> None:
+    """``--layer`` and ``--use-raw`` only make sense for .h5ad input, and exclude each other."""
+    import ardselect
+
+    if (layer is not None or use_raw) and ardselect.io.detect_format(data) != "h5ad":
+        msg = "--layer and --use-raw apply to .h5ad input only"
+        raise UsageError(msg)
+    if layer is not None and use_raw:
+        msg = "give --layer or --use-raw, not both"
+        raise UsageError(msg)
+
+
+def check_label_key(adata, label_key: str, data: Path):
+    if label_key not in adata.obs.columns:
+        avail = ", ".join(map(str, adata.obs.columns)) or "none"
+        hint = "" if len(adata.obs.columns) else " (give labels with --labels FILE)"
+        msg = f"label key {label_key!r} not found in {data.name}; available: {avail}{hint}"
+        raise UsageError(msg)
+
+
+def class_counts(labels) -> str:
+    import pandas as pd
+
+    counts = pd.Series(labels).astype(str).value_counts(sort=False).sort_index()
+    return " / ".join(f"{k} {v}" for k, v in counts.items())

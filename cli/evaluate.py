@@ -1,0 +1,236 @@
+"""``ardselect evaluate``: held-out accuracy over repeated train/test partitions."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ._options import (
+    CapOpt,
+    DataArg,
+    FloorOpt,
+    GenesInRowsOpt,
+    LabelKeyOpt,
+    LabelsOpt,
+    LayerOpt,
+    LogChoice,
+    LogOpt,
+    MaxStepsOpt,
+    OverwriteOpt,
+    PositiveOpt,
+    PseudocountOpt,
+    QuietOpt,
+    SeedOpt,
+    StandardizeOpt,
+    UseRawOpt,
+    check_label_key,
+    check_source_options,
+    read_input,
+)
+from ._util import Transaction, UsageError, check_output, handle_errors
+
+def evaluate(
+    data: DataArg,
+    label_key: LabelKeyOpt = "label",
+    positive: PositiveOpt = None,
+    layer: LayerOpt = None,
+    use_raw: UseRawOpt = False,
+    genes_in_rows: GenesInRowsOpt = False,
+    labels: LabelsOpt = None,
+    log: LogOpt = LogChoice.auto,
+    pseudocount: PseudocountOpt = None,
+    floor: FloorOpt = None,
+    cap: CapOpt = None,
+    standardize: StandardizeOpt = True,
+    max_steps: MaxStepsOpt = None,
+    splits: Annotated[
+        int, typer.Option("--splits", help="Number of random train/test partitions (paper: 100).")
+    ] = 20,
+    train_size: Annotated[
+        float,
+        typer.Option(
+            "--train-size",
+            help="Training part: a fraction (< 1) or a number of samples (>= 1). Partitions are "
+            "stratified by class.",
+        ),
+    ] = 0.5,
+    seed: SeedOpt = 0,
+    baselines: Annotated[
+        bool,
+        typer.Option(
+            "--baselines",
+            help="Also score, on the same partitions: L1-logistic, elastic-net logistic, a linear SVM "
+            "and top-k t-test genes + L2-logistic, each tuned by inner 5-fold CV on the training part.",
+        ),
+    ] = False,
+    groups: Annotated[
+        str | None,
+        typer.Option(
+            "--groups",
+            help="obs column (e.g. donor or patient) whose groups are held out whole: no group is "
+            "in both the training and the test part of a partition.",
+            show_default=False,
+        ),
+    ] = None,
+    n_jobs: Annotated[
+        int, typer.Option("--n-jobs", "-j", help="Parallel workers (-1: all cores).")
+    ] = -1,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Folder for splits.tsv (per partition and method), summary.tsv, predictions.tsv "
+            "(held-out sample ids, true and predicted labels, a probability per class) and "
+            "calibration.tsv / calibration.png (reliability diagram).",
+            show_default=False,
+        ),
+    ] = None,
+    overwrite: OverwriteOpt = False,
+    quiet: QuietOpt = False,
+):
+    """Held-out errors, genes, log-loss and calibration over repeated random train/test partitions.
+
+    Each partition is preprocessed on its training part only and fitted once; the model each
+    criterion picks on the same path is tested on the held-out part ("ARD-EP (loo)", "(loo-prob)",
+    "(evidence)"), beside the baselines with --baselines. Reports mean +- standard error over
+    partitions.
+    """
+    with handle_errors():
+        import numpy as np
+        import pandas as pd
+
+        import ardselect
+        from ardselect.model_selection import evaluate as run_evaluation
+        from ardselect.model_selection import summarize
+
+        from ._util import task_progress
+
+        if splits < 1:
+            msg = f"--splits must be at least 1, got {splits}"
+            raise UsageError(msg)
+        if train_size <= 0:
+            msg = f"--train-size must be positive, got {train_size:g}"
+            raise UsageError(msg)
+        if out is not None:
+            ardselect.pl.require_matplotlib()  # calibration.png, before the partitions run
+            check_output(out, overwrite=overwrite, kind="output folder")
+        check_source_options(data, layer, use_raw)
+        adata = read_input(data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels,
+                      layer=layer)
+        check_label_key(adata, label_key, data)
+        group_values = None
+        if groups is not None:
+            check_label_key(adata, groups, data)
+            group_values = adata.obs[groups].astype(str).to_numpy()
+        if use_raw:
+            if adata.raw is None:
+                msg = f"--use-raw: {data.name} has no raw data"
+                raise ardselect.DataError(msg)
+            X = adata.raw.X
+            gene_names = adata.raw.var_names
+        else:
+            X, gene_names = adata.X, adata.var_names
+        ardselect.io.check_unique_names(gene_names, "gene")
+        y = pd.Series(adata.obs[label_key].to_numpy(), dtype=object)
+        if y.isna().any():
+            msg = f"{int(y.isna().sum())} sample(s) have no label; drop them first"
+            raise ardselect.LabelError(msg)
+        y = y.astype(str).to_numpy()
+        classes = np.unique(y)
+        if positive is not None:
+            if str(positive) not in set(classes):
+                msg = f"positive class {positive!r} is not a label; labels: {', '.join(classes)}"
+                raise ardselect.LabelError(msg)
+            if classes.size > 2:
+                y = np.where(y == str(positive), str(positive), "rest").astype(object)
+        if train_size >= 1 and not train_size < y.size:
+            msg = f"--train-size {train_size:g} must be below the number of samples ({y.size})"
+            raise ardselect.DataError(msg)
+        params = {"constant_features": "ignore"}
+        if max_steps is not None:
+            params["max_steps"] = int(max_steps)
+        methods = {"ARD-EP": ardselect.ARDClassifier(criterion="loo", **params)}
+        if baselines:
+            methods.update(ardselect.model_selection.baselines(random_state=seed))
+        pre = ardselect.preprocessing.Preprocessor(log=log.value, pseudocount=pseudocount, floor=floor,
+                                        cap=cap, standardize=standardize)
+        progress = task_progress(splits, "partitions", quiet=quiet)
+        kwargs = {
+            "criteria": {"ARD-EP": ["loo-prob", "evidence"]},
+            "preprocessor": pre,
+            "n_splits": splits,
+            "train_size": int(train_size) if train_size >= 1 else float(train_size),
+            "groups": group_values,
+            "sample_ids": adata.obs_names.to_numpy(),
+            "random_state": seed,
+            "n_jobs": n_jobs,
+        }
+        if progress is None:
+            results, predictions = run_evaluation(X, y, methods, **kwargs)
+        else:
+            with progress:
+                task = progress.add_task("partitions", total=splits)
+                results, predictions = run_evaluation(
+                    X, y, methods, progress=lambda done: progress.update(task, completed=done),
+                    **kwargs)
+        rename = {"ARD-EP": "ARD-EP (loo)"}
+        results["method"] = results["method"].replace(rename)
+        predictions["method"] = predictions["method"].replace(rename)
+        summary = summarize(results, predictions)
+        if out is not None:
+            prob = predictions.filter(like="prob_").to_numpy(dtype=float)
+            calib = ardselect.model_selection.calibration_table(pd.DataFrame({
+                "criterion": predictions["method"],
+                "confidence": prob.max(axis=1),
+                "correct": (predictions["predicted"] == predictions["label"]).to_numpy(),
+                "n_classes": prob.shape[1],
+            }))
+            with Transaction() as tx:
+                tmp = tx.directory(out)
+                ardselect.io.write_tsv(results, tmp / "splits.tsv")
+                ardselect.io.write_tsv(summary, tmp / "summary.tsv")
+                ardselect.io.write_tsv(predictions, tmp / "predictions.tsv")
+                ardselect.io.write_tsv(calib.rename(columns={"criterion": "method"}),
+                                            tmp / "calibration.tsv")
+                fig = ardselect.pl.calibration(
+                    calib, title=f"{data.name}: held-out calibration, {splits} partitions")
+                ardselect.pl.save_png(fig, tmp / "calibration.png")
+                tx.commit()
+        if not quiet:
+            _evaluate_summary(summary, results, data, label_key, out)
+
+
+def _evaluate_summary(summary, results, data, label_key, out):
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    n_test = int(results["n_test"].iloc[0])
+    n_train = int(results["n_train"].iloc[0])
+    console.print(
+        f"{data.name} ({label_key}): {int(summary['n_splits'].iloc[0])} random "
+        f"{n_train}/{n_test} train/test partitions (stratified)"
+    )
+    table = Table()
+    for col in ("method", "error rate %", "genes", "log-loss", "ECE"):
+        table.add_column(col, justify="left" if col == "method" else "right")
+    for row in summary.itertuples():
+        table.add_row(
+            row.method,
+            f"{100 * row.error_rate_mean:.1f} ± {100 * row.error_rate_se:.1f}",
+            f"{row.genes_mean:.1f} ± {row.genes_se:.1f}",
+            f"{row.log_loss_mean:.3f} ± {row.log_loss_se:.3f}",
+            f"{row.ece_pooled:.3f}",
+        )
+    console.print(table)
+    console.print(f"log-loss of the training class frequencies: "
+                  f"{float(results['log_loss_prior'].mean()):.3f}; ECE pooled over partitions")
+    if out is not None:
+        console.print(
+            f"wrote {out}/splits.tsv, {out}/summary.tsv, {out}/predictions.tsv, "
+            f"{out}/calibration.tsv, {out}/calibration.png"
+        )

@@ -1,0 +1,193 @@
+"""``ardselect fit``: rank the genes of one dataset and write the results folder."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ._options import (
+    CapOpt,
+    Criterion,
+    DataArg,
+    FloorOpt,
+    GenesInRowsOpt,
+    LabelKeyOpt,
+    LabelsOpt,
+    LayerOpt,
+    LogChoice,
+    LogOpt,
+    MaxStepsOpt,
+    OverwriteOpt,
+    PositiveOpt,
+    PseudocountOpt,
+    QuietOpt,
+    StandardizeOpt,
+    UseRawOpt,
+    check_label_key,
+    check_source_options,
+    class_counts,
+    read_input,
+)
+from ._util import Transaction, UsageError, check_output, handle_errors, path_progress
+
+FIT_OUTPUTS = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "weights.png", "model.json")
+
+def fit(
+    data: DataArg,
+    label_key: LabelKeyOpt = "label",
+    criterion: Annotated[
+        Criterion,
+        typer.Option(
+            "--criterion",
+            "-c",
+            help="Model choice on the path: 'loo' (EP leave-one-out error, predictive ARD), "
+            "'loo-prob' (LOO error probability), 'evidence' (EP evidence).",
+            case_sensitive=False,
+        ),
+    ] = Criterion.loo,
+    positive: PositiveOpt = None,
+    layer: LayerOpt = None,
+    use_raw: UseRawOpt = False,
+    genes_in_rows: GenesInRowsOpt = False,
+    labels: LabelsOpt = None,
+    symbol_key: Annotated[
+        str | None,
+        typer.Option(
+            "--symbol-key",
+            help="var column (h5ad) with gene symbols or descriptions for genes.tsv (default: "
+            "the first of symbol, gene_symbol(s), gene_name(s), feature_name, description).",
+            show_default=False,
+        ),
+    ] = None,
+    log: LogOpt = LogChoice.auto,
+    pseudocount: PseudocountOpt = None,
+    floor: FloorOpt = None,
+    cap: CapOpt = None,
+    standardize: StandardizeOpt = True,
+    max_steps: MaxStepsOpt = None,
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Output folder (written atomically): genes.tsv, genes.gmt, path.tsv, path.png, "
+            "weights.png, model.json.",
+        ),
+    ] = Path("results"),
+    write_h5ad: Annotated[
+        Path | None,
+        typer.Option(
+            "--write-h5ad",
+            help="Also write the input as .h5ad with results in var (ardselect_rank, "
+            "ardselect_selected, ardselect_weight) and uns['ardselect'].",
+            show_default=False,
+        ),
+    ] = None,
+    overwrite: OverwriteOpt = False,
+    quiet: QuietOpt = False,
+    show: Annotated[
+        int, typer.Option("--show", help="Genes listed in the summary (per class).")
+    ] = 10,
+):
+    """Fit ARD on DATA and write the ranked genes, gene sets, path and a portable model."""
+    with handle_errors():
+        import ardselect
+
+        if write_h5ad is not None and write_h5ad.suffix != ".h5ad":
+            msg = f"--write-h5ad needs a .h5ad file name, got {write_h5ad.name}"
+            raise UsageError(msg)
+        ardselect.pl.require_matplotlib()  # before the fit, not after it
+        check_output(out, overwrite=overwrite, kind="output folder")
+        if out.exists() and not out.is_dir():
+            msg = f"output {out} exists and is not a folder"
+            raise UsageError(msg)
+        if write_h5ad is not None:
+            check_output(write_h5ad, overwrite=overwrite, kind="file")
+        check_source_options(data, layer, use_raw)
+        adata = read_input(data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels)
+        check_label_key(adata, label_key, data)
+        y = adata.obs[label_key]
+        n_classes = y.dropna().astype(str).nunique()
+        n_problems = n_classes if (n_classes > 2 and positive is None) else 1
+        with path_progress(n_problems, quiet=quiet):
+            ardselect.rank_genes(
+                adata,
+                label_key,
+                positive=positive,
+                layer=layer,
+                use_raw=use_raw,
+                criterion=criterion.value,
+                log=log.value,
+                pseudocount=pseudocount,
+                floor=floor,
+                cap=cap,
+                standardize=standardize,
+                symbol_key=symbol_key,
+                max_steps=max_steps,
+            )
+        ranked = ardselect.get.ranked_genes_df(adata)
+        multi = ranked["class"].nunique() > 1
+        table = ranked if multi else ranked.drop(columns="class")
+        path_table = ardselect.get.path_df(adata)
+        stored = adata.uns["ardselect"]
+        classes = [str(c) for c in stored["classes"]]
+        if multi:
+            title = f"{data.name}: {label_key}, each class vs rest ({criterion.value})"
+        else:
+            title = f"{data.name}: {classes[1]} vs {classes[0]} ({criterion.value})"
+        with Transaction() as tx:
+            tmp = tx.directory(out)
+            ardselect.io.write_tsv(table, tmp / "genes.tsv")
+            ardselect.io.write_gmt(ardselect.get.gene_sets(adata), tmp / "genes.gmt")
+            ardselect.io.write_tsv(path_table, tmp / "path.tsv")
+            ardselect.pl.save_png(ardselect.pl.path(path_table, title=title), tmp / "path.png")
+            ardselect.pl.save_png(ardselect.pl.weights(ranked, title=title), tmp / "weights.png")
+            ardselect.get.model(adata).save(tmp / "model.json")
+            if write_h5ad is not None:
+                adata.write_h5ad(tx.file(write_h5ad))
+            tx.commit()
+        if not quiet:
+            _fit_summary(adata, data, label_key, criterion.value, out, write_h5ad, show)
+
+
+def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show):
+    from rich.console import Console
+    from rich.table import Table
+
+    import ardselect
+
+    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    stored = adata.uns["ardselect"]
+    classes = [str(c) for c in stored["classes"]]
+    pre = stored["preprocessing"]
+    ranked = ardselect.get.ranked_genes_df(adata)
+    console.print(
+        f"[bold]{data.name}[/]: {adata.n_obs} samples x {adata.n_vars} genes; "
+        f"{label_key}: {class_counts(adata.obs[label_key])}"
+    )
+    console.print(f"preprocessing: {pre['description']}")
+    for cls in dict.fromkeys(ranked["class"]):
+        block = ranked[ranked["class"] == cls]
+        n_sel = int(block["selected"].sum())
+        step = ardselect.get.chosen_steps(adata)[cls]
+        what = f"{cls} vs rest" if len(classes) > 2 else f"{classes[1]} vs {classes[0]}"
+        console.print(f"{what}: {n_sel} gene(s) selected by {criterion} (path step {step})")
+        table = Table()
+        for col, kw in (
+            ("rank", {"justify": "right"}),
+            ("gene", {}),
+            ("description", {"overflow": "ellipsis", "max_width": 40}),
+            ("weight", {"justify": "right"}),
+            ("sd", {"justify": "right"}),
+        ):
+            table.add_column(col, **kw)
+        for row in block[block["selected"]].head(show).itertuples():
+            table.add_row(
+                str(row.rank), row.gene, row.description, f"{row.mean:+.3f}", f"{row.sd:.3f}"
+            )
+        console.print(table)
+    written = ", ".join(f"{out}/{name}" for name in FIT_OUTPUTS)
+    console.print(f"wrote {written}" + (f", {write_h5ad}" if write_h5ad else ""))

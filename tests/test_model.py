@@ -1,0 +1,112 @@
+"""ardselect.model: the portable model, its JSON round trip and its prediction rule."""
+
+from __future__ import annotations
+
+import json
+
+import anndata as ad
+import numpy as np
+import pandas as pd
+import pytest
+
+from ardselect import FileFormatError, ModelError
+from ardselect.model import PortableModel, load_model
+from ardselect.preprocessing import Preprocessor
+
+
+# ------------------------------------------------------------------------------ portable model
+
+
+def _toy_model(n_classes=2):
+    pre = Preprocessor("none", standardize=True).fit(
+        np.array([[0.0, 1, 5], [2, 3, 1], [4, 1, 0]]), feature_names=["a", "b", "c"]
+    )
+
+    class Post:
+        def __init__(self, index, mean, cov):
+            self.index, self.mean, self.cov = np.array(index), np.array(mean), np.array(cov)
+
+    class Est:
+        pass
+
+    est = Est()
+    posts = [Post([0, -1], [1.5, -0.2], [[0.3, 0.05], [0.05, 0.2]])]
+    if n_classes == 3:
+        posts += [Post([2], [-1.0], [[0.1]]), Post([0, 2, -1], [0.4, 0.7, 0.1], np.eye(3) * 0.2)]
+    est.posteriors_ = posts
+    classes = ["n", "p"] if n_classes == 2 else ["x", "y", "z"]
+    return PortableModel.from_estimator(est, pre, ["a", "b", "c"], classes), pre, posts
+
+
+def test_portable_model_binary(tmp_path):
+    from scipy.special import ndtr
+
+    model, pre, posts = _toy_model()
+    assert model.features == ["a"]  # only the genes in the model are required
+    path = tmp_path / "m.json"
+    model.save(path)
+    back = load_model(path)
+    data = pd.DataFrame({"c": [9.0, 1.0], "a": [1.0, 3.0], "zz": [0.0, 0.0]})
+    proba = back.predict_proba(data)
+    z = pre.transform(data.assign(b=0.0)[["a", "b", "c"]].to_numpy())[:, 0]
+    cov = posts[0].cov
+    h = 1.5 * z - 0.2
+    v = cov[0, 0] * z**2 + 2 * cov[0, 1] * z + cov[1, 1]
+    np.testing.assert_allclose(proba[:, 1], ndtr(h / np.sqrt(1 + v)), rtol=1e-14)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert list(back.predict(data)) == [["n", "p"][int(p > 0.5)] for p in proba[:, 1]]
+
+
+def test_portable_model_multiclass_missing_genes():
+    model, _, _ = _toy_model(3)
+    assert model.features == ["a", "c"]
+    proba = model.predict_proba(pd.DataFrame({"a": [0.0, 4.0], "c": [5.0, 0.0]}))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    with pytest.raises(ModelError, match="the data lack 1 of the model's 2 genes: c"):
+        model.predict_proba(pd.DataFrame({"a": [0.0]}))
+    adata = ad.AnnData(np.zeros((1, 2)), var=pd.DataFrame(index=["a", "a2"]))
+    with pytest.raises(ModelError, match="lack 1 .*: c"):
+        model.predict_proba(adata)
+
+
+def test_load_model_errors(tmp_path):
+    path = tmp_path / "m.json"
+    path.write_text("{not json")
+    with pytest.raises(FileFormatError, match="not a JSON model file"):
+        load_model(path)
+    path.write_text('{"format": "other"}')
+    with pytest.raises(ModelError, match="not an ardselect model"):
+        load_model(path)
+    path.write_text('{"format": "ardselect-model", "format_version": 99}')
+    with pytest.raises(ModelError, match="format version 99 is not supported"):
+        load_model(path)
+
+
+def test_portable_model_predicts_with_the_estimators_rule():
+    """Probabilities come from ardselect._probit.probit_log_proba on each problem's latent moments."""
+    from ardselect._probit import probit_log_proba
+
+    model, pre, posts = _toy_model(3)
+    data = pd.DataFrame({"a": [0.0, 4.0, 1.0], "c": [5.0, 0.0, 2.0]})
+    Z = pre.transform(data.assign(b=1.0)[["a", "b", "c"]].to_numpy())[:, [0, 2]]
+    design = np.hstack([Z, np.ones((3, 1))])  # genes a, c, then the intercept
+    mean = np.column_stack([design[:, p.index] @ p.mean for p in model.posteriors])
+    var = np.column_stack([np.einsum("ij,jk,ik->i", design[:, p.index], p.cov, design[:, p.index])
+                           for p in model.posteriors])
+    np.testing.assert_allclose(model.predict_log_proba(data), probit_log_proba(mean, var),
+                               rtol=1e-13)
+
+
+def test_corrupted_model_is_refused():
+    model, _, _ = _toy_model()
+    data = json.loads(model.to_json())
+    data["problems"][0]["cov"] = [[0.3, 0.05], [0.05, -0.2]]  # not a covariance
+    with pytest.raises(ModelError, match="not symmetric positive semi-definite"):
+        PortableModel(data)
+    data["problems"][0]["cov"] = [[0.3]]
+    with pytest.raises(ModelError, match="problem 0 is malformed"):
+        PortableModel(data)
+    data["problems"][0]["index"] = [5, -1]
+    data["problems"][0]["cov"] = [[0.3, 0.0], [0.0, 0.2]]
+    with pytest.raises(ModelError, match="outside its 1 features"):
+        PortableModel(data)

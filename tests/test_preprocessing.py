@@ -1,0 +1,86 @@
+"""ardselect.preprocessing.Preprocessor: the steps, their choices and their replay from stored parameters."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from ardselect import DataError
+from ardselect.preprocessing import Preprocessor
+
+
+def test_preprocessor_auto_log():
+    counts = np.array([[0.0, 10, 3], [5, 300, 4], [2, 40, 9]])
+    assert Preprocessor().fit(counts).log_ == "log2"
+    logged = np.log2(counts + 1) - 3.0  # negative values: already log scale
+    assert Preprocessor().fit(logged).log_ == "none"
+    small_ints = np.array([[0.0, 1, 3], [2, 0, 4], [1, 1, 0]])
+    assert Preprocessor().fit(small_ints).log_ == "log2"
+    scaled = np.array([[0.1, 0.5], [0.9, 0.3]])
+    assert Preprocessor().fit(scaled).log_ == "none"
+
+
+def test_preprocessor_golub_convention():
+    X = np.array([[-50.0, 20000, 7], [300, 1000, 7], [5000, 100, 7]])
+    pre = Preprocessor("log10", pseudocount=0.0, floor=100, cap=16000, standardize=False)
+    Z = pre.fit_transform(X)
+    expected = np.log10(np.clip(X[:, :2], 100, 16000))
+    np.testing.assert_allclose(Z, expected)
+    assert pre.n_dropped_ == 1
+    assert list(pre.get_feature_names_out(["a", "b", "c"])) == ["a", "b"]
+    assert "floor 100, cap 16000, log10(x), dropped 1 constant gene(s)" in pre.describe()
+
+
+def test_preprocessor_default_pseudocount():
+    X = np.array([[150.0, 5], [300, 9], [1000, 2]])
+    assert Preprocessor("log10", floor=100).fit(X).pseudocount_ == 0.0
+    assert Preprocessor("log10").fit(X).pseudocount_ == 1.0
+    assert Preprocessor("log10", floor=100, pseudocount=2).fit(X).pseudocount_ == 2.0
+
+
+def test_preprocessor_log_of_negative():
+    X = np.array([[-5.0, 1], [3, 2]])
+    with pytest.raises(DataError, match="cannot take log2 of 1 value.*set a floor"):
+        Preprocessor("log2").fit(X)
+
+
+def test_preprocessor_standardize_and_replay():
+    rng = np.random.default_rng(3)
+    X = np.exp(rng.normal(size=(20, 6)) + 4)
+    pre = Preprocessor().fit(X, feature_names=[f"g{i}" for i in range(6)])
+    Z = pre.transform(X)
+    np.testing.assert_allclose(Z.mean(axis=0), 0, atol=1e-12)
+    np.testing.assert_allclose(Z.std(axis=0), 1, atol=1e-12)
+    # Stored parameters of a subset of genes replay the same transform on those genes.
+    params = json.loads(json.dumps(pre.to_dict([1, 4])))
+    np.testing.assert_allclose(Preprocessor.apply_dict(params, X[:, [1, 4]]), Z[:, [1, 4]],
+                               rtol=0, atol=1e-14)
+
+
+def test_preprocessor_sparse_keeps_sparsity():
+    rng = np.random.default_rng(4)
+    X = sp.random(30, 8, density=0.3, random_state=4, format="csr") * 50
+    X = sp.csr_matrix(np.round(X.toarray()))
+    pre = Preprocessor().fit(X)
+    Z = pre.transform(X)
+    assert sp.issparse(Z)
+    dense = Preprocessor().fit(X.toarray())
+    assert pre.log_ == dense.log_ == "log2"
+    # Sparse data are scaled, not centred: same as the dense result plus the dense centre.
+    np.testing.assert_allclose(Z.toarray() - dense.transform(X.toarray()),
+                               np.broadcast_to(dense.center_ / dense.scale_, Z.shape), atol=1e-12)
+    del rng
+
+
+def test_preprocessor_all_constant():
+    with pytest.raises(DataError, match="all 2 genes are constant"):
+        Preprocessor().fit(np.ones((4, 2)))
+
+
+def test_preprocessor_nan():
+    X = np.array([[1.0, np.nan], [2.0, 3.0]])
+    with pytest.raises(DataError, match="NaN"):
+        Preprocessor().fit(X)
