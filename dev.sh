@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The project's two entry points; each sets itself up (virtual environment + install) first.
 #   ./dev.sh demo   fit the bundled Golub leukaemia data and write results/leukaemia/
-#   ./dev.sh test   run the test suite (with CI=true, also the slow reproduction tests)
+#   ./dev.sh test   lint (ruff check), then run the test suite (with CI=true, also the slow
+#                   reproduction tests)
+#   ./dev.sh lint   ruff check only (extra arguments go to ruff, e.g. --fix)
 set -euo pipefail
 cd "$(dirname "$0")"
 VENV="${ARDSELECT_VENV:-.venv}"
@@ -30,14 +32,21 @@ case "$cmd" in
     "$VENV/bin/ardselect" fit results/golub_leukemia.h5ad --label-key label --positive AML \
       --floor 100 --cap 16000 --log log10 --criterion loo --out results/leukaemia --overwrite "$@"
     ;;
+  lint)
+    setup
+    "$VENV/bin/ruff" check "$@" .
+    ;;
   test)
     setup
+    # The style guide's rule set (pyproject.toml [tool.ruff.lint]); a lint error fails the run
+    # before the tests start.
+    "$VENV/bin/ruff" check --quiet .
     extra=()
     if [ "${CI:-}" = "true" ]; then extra+=(--runslow); fi
     "$VENV/bin/python" -m pytest "${extra[@]}" "$@"
     ;;
   *)
-    echo "usage: ./dev.sh demo|test [extra arguments]" >&2
+    echo "usage: ./dev.sh demo|test|lint [extra arguments]" >&2
     exit 2
     ;;
 esac

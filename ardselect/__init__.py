@@ -58,7 +58,8 @@ def __getattr__(name: str):
         value = module if name in _MODULES else getattr(module, name)
         globals()[name] = value
         return value
-    raise AttributeError(f"module 'ardselect' has no attribute {name!r}")
+    msg = f"module 'ardselect' has no attribute {name!r}"
+    raise AttributeError(msg)
 
 
 def __dir__():

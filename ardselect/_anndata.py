@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from ._validation import check_unique_names
 from ._version import __version__
 from .exceptions import DataError, LabelError
-from ._validation import check_unique_names
 from .model import PortableModel
 from .preprocessing import Preprocessor
 
@@ -136,10 +136,7 @@ def _encode_labels(labels: np.ndarray, positive):
         if positive not in set(uniq):
             msg = f"positive class {positive!r} is not a label; labels: {', '.join(uniq)}"
             raise LabelError(msg)
-        if uniq.size == 2:
-            negative = str(uniq[uniq != positive][0])
-        else:
-            negative = "rest"
+        negative = str(uniq[uniq != positive][0]) if uniq.size == 2 else "rest"
         classes = [negative, positive]
         codes = (labels == positive).astype(np.intp)
         return classes, codes, positive
@@ -255,7 +252,7 @@ def _rank_core(
                 )
             )
         parts = []
-        for (cls, block), add in zip(ranked.groupby("class", sort=False), extra, strict=True):
+        for (_cls, block), add in zip(ranked.groupby("class", sort=False), extra, strict=True):
             parts.extend([block, add])
         ranked = pd.concat(parts, ignore_index=True)
     ranked = ranked[list(_RANKED_COLUMNS)].reset_index(drop=True)

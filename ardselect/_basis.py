@@ -75,10 +75,12 @@ class KernelBasis:
                 return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
             if self.gamma == "auto":
                 return 1.0 / X.shape[1]
-            raise ValueError(f"gamma must be a positive float, 'scale' or 'auto'; got {self.gamma!r}.")
+            msg = f"gamma must be a positive float, 'scale' or 'auto'; got {self.gamma!r}."
+            raise ValueError(msg)
         gamma = float(self.gamma)
         if not gamma > 0:
-            raise ValueError(f"gamma must be positive; got {self.gamma!r}.")
+            msg = f"gamma must be positive; got {self.gamma!r}."
+            raise ValueError(msg)
         return gamma
 
     def fit(self, X):
@@ -92,10 +94,11 @@ class KernelBasis:
         if callable(k):
             K = np.asarray(k(X, self.centres_), dtype=np.float64)
             if K.shape != (X.shape[0], self.centres_.shape[0]):
-                raise ValueError(
+                msg = (
                     f"the kernel callable returned shape {K.shape}; expected "
                     f"{(X.shape[0], self.centres_.shape[0])}."
                 )
+                raise ValueError(msg)
             return K
         if k == "rbf":
             return rbf_kernel(X, self.centres_, gamma=self.gamma_)
@@ -105,7 +108,8 @@ class KernelBasis:
             return polynomial_kernel(
                 X, self.centres_, degree=self.degree, gamma=self.gamma_, coef0=self.coef0
             )
-        raise ValueError(f"unknown kernel {k!r}; choose one of {KERNELS} or pass a callable.")
+        msg = f"unknown kernel {k!r}; choose one of {KERNELS} or pass a callable."
+        raise ValueError(msg)
 
     def function_names(self, sample_names):
         return np.asarray([f"rv:{s}" for s in sample_names], dtype=object)
@@ -130,13 +134,15 @@ def make_basis(kernel: str | Callable = "features", gamma="scale", degree=3, coe
     if isinstance(kernel, str) and kernel == "features":
         return LinearBasis()
     if isinstance(kernel, str) and kernel not in KERNELS:
-        raise ValueError(f"unknown kernel {kernel!r}; choose one of {KERNELS} or pass a callable.")
+        msg = f"unknown kernel {kernel!r}; choose one of {KERNELS} or pass a callable."
+        raise ValueError(msg)
     if not (isinstance(kernel, str) or callable(kernel)):
-        raise ValueError(f"kernel must be a string or a callable; got {type(kernel).__name__}.")
+        msg = f"kernel must be a string or a callable; got {type(kernel).__name__}."
+        raise ValueError(msg)
     return KernelBasis(kernel=kernel, gamma=gamma, degree=degree, coef0=coef0)
 
 
-def design_matrix(basis, X, fit_intercept: bool):
+def design_matrix(basis, X, *, fit_intercept: bool):
     """``basis.transform(X)`` (CSC if sparse), with a column of ones appended for the intercept."""
     Phi = basis.transform(X)
     if sp.issparse(Phi):

@@ -330,7 +330,7 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         self._validate_params()  # scikit-learn: one clear error naming the parameter and its range
 
     def _basis_matrix(self, X):
-        return design_matrix(self.basis_, X, self.fit_intercept)
+        return design_matrix(self.basis_, X, fit_intercept=self.fit_intercept)
 
     def fit(self, X, y):
         """Run the ARD path on (X, y) and keep the model chosen by ``criterion``.
@@ -349,7 +349,8 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         """
         self._check_params()
         if y is None:
-            raise LabelError(f"{type(self).__name__} requires y to be passed, but the target y is None.")
+            msg = f"{type(self).__name__} requires y to be passed, but the target y is None."
+            raise LabelError(msg)
         try:
             X = validate_data(self, X, accept_sparse=["csc", "csr"], dtype=np.float64,
                               ensure_all_finite=False, reset=True)
@@ -370,10 +371,11 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
             if const.any():
                 ex = ", ".join(repr(str(n)) for n in names[const][:5])
                 if self.constant_features == "raise":
-                    raise DataError(
+                    msg = (
                         f"X has {int(const.sum())} constant feature(s) (e.g. {ex}); drop them or "
                         "pass constant_features='warn' or 'ignore'."
                     )
+                    raise DataError(msg)
                 if self.constant_features == "warn":
                     warnings.warn(
                         f"{int(const.sum())} of {X.shape[1]} features are constant (e.g. {ex}) "
@@ -511,10 +513,12 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         steps = [step[c] for c in self.classes_] if isinstance(step, dict) else [step]
         if len(steps) != len(self._fits):
-            raise ValueError("with more than two classes, give a dict class -> step.")
+            msg = "with more than two classes, give a dict class -> step."
+            raise ValueError(msg)
         for s, fit in zip(steps, self._fits, strict=True):
             if not 0 <= int(s) < len(fit.steps):
-                raise ValueError(f"step must be in [0, {len(fit.steps) - 1}]; got {s!r}.")
+                msg = f"step must be in [0, {len(fit.steps) - 1}]; got {s!r}."
+                raise ValueError(msg)
         new = copy.copy(self)
         new._fits = [copy.copy(f) for f in self._fits]
         new._set_steps([int(s) for s in steps])

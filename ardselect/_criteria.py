@@ -18,7 +18,8 @@ CRITERIA = ("loo", "loo-prob", "evidence")
 
 def check_criterion(criterion) -> str:
     if criterion not in CRITERIA:
-        raise ValueError(f"criterion must be one of {CRITERIA}; got {criterion!r}.")
+        msg = f"criterion must be one of {CRITERIA}; got {criterion!r}."
+        raise ValueError(msg)
     return criterion
 
 

@@ -256,7 +256,7 @@ def _unit_plus_solve(B, b, xi, fallbacks):
 
 
 def _sample_weights_primal(G, Phi, z, alpha, noise_var, rng, fallbacks):
-    """w ~ N(Sigma Phi^T z / s2, Sigma), Sigma = (G / s2 + diag(alpha))^-1, in weight space.
+    """Draw w ~ N(Sigma Phi^T z / s2, Sigma), Sigma = (G / s2 + diag(alpha))^-1, in weight space.
 
     ``G = Phi^T Phi`` (M, M) is precomputed. The precision is factored in the scaled form ``P = S^-1
     B S^-1`` with ``S = diag(alpha^-1/2)`` and ``B = I + S G S / s2``: ``B >= I``, so it is well
@@ -365,10 +365,11 @@ def _seed_sequence(random_state) -> np.random.SeedSequence:
         return np.random.SeedSequence(random_state.integers(0, 2**63 - 1, dtype=np.int64).item())
     if isinstance(random_state, np.random.RandomState):
         return np.random.SeedSequence(int(random_state.randint(0, 2**31 - 1)))
-    raise ValueError(
+    msg = (
         f"random_state must be None, an int, a numpy SeedSequence, Generator or RandomState; "
         f"got {type(random_state).__name__}."
     )
+    raise ValueError(msg)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -600,32 +601,36 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
                 or isinstance(v, bool)
                 or v < minimum
             ):
-                raise ValueError(f"{name} must be an integer >= {minimum}; got {v!r}.")
+                msg = f"{name} must be an integer >= {minimum}; got {v!r}."
+                raise ValueError(msg)
 
         _int("n_samples", 1)
         _int("n_burnin", 0)
         _int("thin", 1)
         _int("n_chains", 1)
         if not (np.isfinite(self.alpha_shape) and self.alpha_shape > 0):
-            raise ValueError(f"alpha_shape must be a positive float; got {self.alpha_shape!r}.")
+            msg = f"alpha_shape must be a positive float; got {self.alpha_shape!r}."
+            raise ValueError(msg)
         if not (np.isfinite(self.alpha_rate) and self.alpha_rate >= 0):
-            raise ValueError(f"alpha_rate must be a float >= 0; got {self.alpha_rate!r}.")
+            msg = f"alpha_rate must be a float >= 0; got {self.alpha_rate!r}."
+            raise ValueError(msg)
         lo = 0.0 if self.alpha_lower is None else float(self.alpha_lower)
         if not (np.isfinite(lo) and lo >= 0):
-            raise ValueError(
-                f"alpha_lower must be None or a finite float >= 0; got {self.alpha_lower!r}."
-            )
+            msg = f"alpha_lower must be None or a finite float >= 0; got {self.alpha_lower!r}."
+            raise ValueError(msg)
         hi = _ALPHA_MAX_DEFAULT if self.alpha_max is None else float(self.alpha_max)
         if not hi > lo:
-            raise ValueError(
+            msg = (
                 f"alpha_max must be greater than alpha_lower; got alpha_max={hi!r}, "
                 f"alpha_lower={lo!r}."
             )
+            raise ValueError(msg)
         if self.sample_alpha and not np.isfinite(hi) and self.alpha_rate == 0:
-            raise ValueError(
+            msg = (
                 "alpha_max=inf needs a proper Gamma prior (alpha_rate > 0): with alpha_rate=0 the "
                 "precisions of irrelevant weights grow without bound."
             )
+            raise ValueError(msg)
         return lo, hi
 
     def _alpha_start(self, M, lo, hi):
@@ -634,21 +639,23 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
         if a0.ndim == 0:
             a0 = np.full(M, float(a0))
         if a0.shape != (M,):
-            raise ValueError(
+            msg = (
                 f"alpha_init must be a float or an array of shape ({M},) "
                 "(one per weight, bias first); "
                 f"got shape {a0.shape}."
             )
+            raise ValueError(msg)
         if np.any(np.isnan(a0)) or np.any(a0 <= 0):
-            raise ValueError("alpha_init must be positive (np.inf excludes a weight).")
+            msg = "alpha_init must be positive (np.inf excludes a weight)."
+            raise ValueError(msg)
         if self.sample_alpha:
             if np.any(np.isinf(a0)):
-                raise ValueError("alpha_init=inf (an excluded weight) needs sample_alpha=False.")
+                msg = "alpha_init=inf (an excluded weight) needs sample_alpha=False."
+                raise ValueError(msg)
             a0 = np.clip(a0, lo, hi)
         elif not np.any(np.isfinite(a0)):
-            raise ValueError(
-                "alpha_init excludes every weight (all inf); keep at least one finite."
-            )
+            msg = "alpha_init excludes every weight (all inf); keep at least one finite."
+            raise ValueError(msg)
         return a0
 
     # -- design --------------------------------------------------------------------------------
@@ -682,20 +689,20 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
             self, X_in, reset=True, skip_check_array=True
         )  # n_features_in_, feature names
         if y is None:
-            raise LabelError(
-                f"{type(self).__name__} requires y to be passed, but the target y is None."
-            )
+            msg = f"{type(self).__name__} requires y to be passed, but the target y is None."
+            raise LabelError(msg)
         classes, y_idx = check_binary_labels(y, X.shape[0])
         if classes.size != 2:
             shown = ", ".join(map(repr, classes[:5].tolist())) + (
                 ", ..." if classes.size > 5 else ""
             )
-            raise LabelError(
+            msg = (
                 f"Only binary classification is supported. {type(self).__name__} is a binary "
                 f"classifier; y has {classes.size} classes "
                 f"({shown}). "
                 "Fit one classifier per class (e.g. sklearn.multiclass.OneVsRestClassifier)."
             )
+            raise LabelError(msg)
         self.classes_ = classes
         self.basis_ = make_basis(
             self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0
@@ -703,9 +710,8 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
         self.basis_.fit(X)
         Phi = self._design(X)  # (N, M)
         if not np.all(np.isfinite(Phi)):
-            raise DataError(
-                "the basis matrix has NaN or infinite values; check the kernel and gamma."
-            )
+            msg = "the basis matrix has NaN or infinite values; check the kernel and gamma."
+            raise DataError(msg)
         N, M = Phi.shape
         col_sq = np.einsum("ij,ij->j", Phi, Phi)  # (M,) data precision ||Phi_j||^2 of each weight
         lo_vec = np.maximum(np.maximum(lo, _ALPHA_FLOOR_REL * col_sq), _ALPHA_FLOOR)  # (M,)
@@ -806,7 +812,8 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self, "coef_samples_")
         if not (isinstance(level, numbers.Real) and 0 < level < 1):
-            raise ValueError(f"level must be a float strictly between 0 and 1; got {level!r}.")
+            msg = f"level must be a float strictly between 0 and 1; got {level!r}."
+            raise ValueError(msg)
         flat = self.coef_samples_.reshape(-1, self.n_basis_)
         q = np.quantile(flat, [(1 - level) / 2, (1 + level) / 2], axis=0)
         return q[0], q[1]
@@ -819,10 +826,11 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
         X = check_design(X, estimator_name=type(self).__name__)
         validate_data(self, X_in, reset=False, skip_check_array=True)
         if X.shape[1] != self.n_features_in_:
-            raise DataError(
+            msg = (
                 f"X has {X.shape[1]} features, but {type(self).__name__} was fitted with "
                 f"{self.n_features_in_} features."
             )
+            raise DataError(msg)
         Phi = self._design(X)
         W = self.coef_samples_.reshape(-1, self.n_basis_)  # (S, M)
         sd = np.sqrt(self.noise_var_samples_.reshape(-1))  # (S,)

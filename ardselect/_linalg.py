@@ -26,7 +26,8 @@ def safe_cholesky(A: np.ndarray) -> np.ndarray:
     """Lower Cholesky factor of a symmetric positive (semi)definite matrix, with escalating jitter."""
     if not np.all(np.isfinite(A)):
         # LAPACK may "succeed" on NaN input and return NaN: never let that through silently.
-        raise np.linalg.LinAlgError("matrix to factor contains NaN or infinite values")
+        msg = "matrix to factor contains NaN or infinite values"
+        raise np.linalg.LinAlgError(msg)
     # Direct LAPACK calls: these matrices are small and factored thousands of times along a path,
     # where the checking wrappers of scipy.linalg cost more than the arithmetic.
     L, info = lapack.dpotrf(A, lower=1, clean=1)
@@ -41,24 +42,25 @@ def safe_cholesky(A: np.ndarray) -> np.ndarray:
             continue
         logger.debug("Cholesky needed jitter %.3g (relative %.3g)", jitter, jitter / scale)
         return L
-    raise np.linalg.LinAlgError(
-        f"matrix is not positive definite even with jitter {jitter:.3g} added to its diagonal"
-    )
+    msg = f"matrix is not positive definite even with jitter {jitter:.3g} added to its diagonal"
+    raise np.linalg.LinAlgError(msg)
 
 
 def chol_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
     """Solve ``(L L^T) X = B`` given the lower factor ``L``."""
     X, info = lapack.dpotrs(L, B, lower=1)
     if info != 0:
-        raise ValueError(f"dpotrs failed with info={info}")
+        msg = f"dpotrs failed with info={info}"
+        raise ValueError(msg)
     return X
 
 
-def tri_solve(L: np.ndarray, B: np.ndarray, trans: bool = False) -> np.ndarray:
+def tri_solve(L: np.ndarray, B: np.ndarray, *, trans: bool = False) -> np.ndarray:
     """Solve ``L X = B`` (or ``L^T X = B`` with ``trans``) for lower-triangular ``L``."""
     X, info = lapack.dtrtrs(L, B, lower=1, trans=1 if trans else 0)
     if info != 0:
-        raise np.linalg.LinAlgError(f"singular triangular factor (dtrtrs info={info})")
+        msg = f"singular triangular factor (dtrtrs info={info})"
+        raise np.linalg.LinAlgError(msg)
     return X
 
 

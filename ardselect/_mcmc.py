@@ -23,10 +23,11 @@ def _as_draws(draws) -> np.ndarray:
     if draws.ndim == 2:
         draws = draws[:, :, None]
     if draws.ndim != 3:
-        raise DataError(
+        msg = (
             f"draws must have shape (n_chains, n_draws) or (n_chains, n_draws, n_params); "
             f"got {draws.shape}."
         )
+        raise DataError(msg)
     return draws
 
 
@@ -91,7 +92,8 @@ def split_rhat(draws, *, rank_normalize: bool = True) -> np.ndarray:
     """
     draws = _as_draws(draws)
     if draws.shape[1] < 4:
-        raise DataError(f"split-R-hat needs at least 4 draws per chain; got {draws.shape[1]}.")
+        msg = f"split-R-hat needs at least 4 draws per chain; got {draws.shape[1]}."
+        raise DataError(msg)
     split = _split_chains(draws)
     if not rank_normalize:
         return _rhat_basic(split)
@@ -166,9 +168,8 @@ def effective_sample_size(draws, *, rank_normalize: bool = True) -> np.ndarray:
     """
     draws = _as_draws(draws)
     if draws.shape[1] < 4:
-        raise DataError(
-            f"the effective sample size needs at least 4 draws per chain; got {draws.shape[1]}."
-        )
+        msg = f"the effective sample size needs at least 4 draws per chain; got {draws.shape[1]}."
+        raise DataError(msg)
     split = _split_chains(draws)
     if rank_normalize:
         split = _rank_normalize(split)

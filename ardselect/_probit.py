@@ -16,7 +16,7 @@ _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 
 
 def log_Phi(z):
-    """log of the standard normal CDF, accurate in both tails."""
+    """Log of the standard normal CDF, accurate in both tails."""
     return log_ndtr(z)
 
 

@@ -475,13 +475,16 @@ class _RVMBase(BaseEstimator):
         if not (self.max_init is None or (isinstance(self.max_init, (int, np.integer))
                                           and not isinstance(self.max_init, bool)
                                           and self.max_init >= 1)):
-            raise ValueError(f"max_init must be a positive int or None; got {self.max_init!r}.")
+            msg = f"max_init must be a positive int or None; got {self.max_init!r}."
+            raise ValueError(msg)
         if not (isinstance(self.tol, (int, float, np.floating)) and self.tol > 0):
-            raise ValueError(f"tol must be a positive float; got {self.tol!r}.")
+            msg = f"tol must be a positive float; got {self.tol!r}."
+            raise ValueError(msg)
         if not self.alpha_min >= 0:
-            raise ValueError(f"alpha_min must be >= 0; got {self.alpha_min!r}.")
+            msg = f"alpha_min must be >= 0; got {self.alpha_min!r}."
+            raise ValueError(msg)
 
-    def _validate_X(self, X, reset):
+    def _validate_x(self, X, reset):
         try:
             X = validate_data(self, X, accept_sparse=["csc", "csr"], dtype=np.float64,
                               ensure_all_finite=False, reset=reset)
@@ -495,7 +498,7 @@ class _RVMBase(BaseEstimator):
                 else np.array([f"x{i}" for i in range(self.n_features_in_)], dtype=object))
 
     def _basis_matrix(self, X):
-        return design_matrix(self.basis_, X, self.fit_intercept)
+        return design_matrix(self.basis_, X, fit_intercept=self.fit_intercept)
 
     def _design(self, X, basis):
         """Training basis at unit RMS, the column scales and the allowed mask (sets the names)."""
@@ -550,7 +553,7 @@ class _RVMBase(BaseEstimator):
 
     def _latent(self, X):
         check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
+        X = self._validate_x(X, reset=False)
         A = self._basis_matrix(X)[:, self._active]
         A = A.toarray() if sp.issparse(A) else A
         return self._post.latent(A / self._scale[self._active])
@@ -577,7 +580,8 @@ class _RVMBase(BaseEstimator):
 
 def _require_y(est, y):
     if y is None:
-        raise DataError(f"{type(est).__name__} requires y to be passed, but the target y is None.")
+        msg = f"{type(est).__name__} requires y to be passed, but the target y is None."
+        raise DataError(msg)
 
 
 def _check_target(y, n):
@@ -587,16 +591,20 @@ def _check_target(y, n):
                       DataConversionWarning, stacklevel=3)
         y = y.ravel()
     if y.ndim != 1:
-        raise DataError(f"y must be one-dimensional, got an array of shape {y.shape}.")
+        msg = f"y must be one-dimensional, got an array of shape {y.shape}."
+        raise DataError(msg)
     if y.shape[0] != n:
-        raise DataError(f"y has {y.shape[0]} values but X has {n} samples; they must match.")
+        msg = f"y has {y.shape[0]} values but X has {n} samples; they must match."
+        raise DataError(msg)
     try:
         y = y.astype(np.float64)
     except (TypeError, ValueError):
+        msg = "y must be numeric for regression; for class labels use RVMClassifier."
         raise DataError(
-            "y must be numeric for regression; for class labels use RVMClassifier.") from None
+            msg) from None
     if not np.all(np.isfinite(y)):
-        raise DataError(f"y contains {int(np.sum(~np.isfinite(y)))} NaN or infinite value(s).")
+        msg = f"y contains {int(np.sum(~np.isfinite(y)))} NaN or infinite value(s)."
+        raise DataError(msg)
     return y
 
 
@@ -804,16 +812,20 @@ class RVMRegressor(RegressorMixin, _RVMBase):
         """
         self._check_common()
         if self.optimize_eta and not (isinstance(self.kernel, str) and self.kernel == "rbf"):
-            raise ValueError(f"optimize_eta=True needs kernel='rbf'; got kernel={self.kernel!r}.")
+            msg = f"optimize_eta=True needs kernel='rbf'; got kernel={self.kernel!r}."
+            raise ValueError(msg)
         if not (isinstance(self.eta_max_iter, (int, np.integer)) and self.eta_max_iter >= 1):
-            raise ValueError(f"eta_max_iter must be a positive int; got {self.eta_max_iter!r}.")
+            msg = f"eta_max_iter must be a positive int; got {self.eta_max_iter!r}."
+            raise ValueError(msg)
         if not (isinstance(self.eta_init, str) and self.eta_init in ("gp", "uniform")):
-            raise ValueError(f"eta_init must be 'gp' or 'uniform'; got {self.eta_init!r}.")
+            msg = f"eta_init must be 'gp' or 'uniform'; got {self.eta_init!r}."
+            raise ValueError(msg)
         if self.noise_variance is not None and not self.noise_variance > 0:
+            msg = f"noise_variance must be positive or None; got {self.noise_variance!r}."
             raise ValueError(
-                f"noise_variance must be positive or None; got {self.noise_variance!r}.")
+                msg)
         _require_y(self, y)
-        X = self._validate_X(X, reset=True)
+        X = self._validate_x(X, reset=True)
         y = _check_target(y, X.shape[0])
         basis = make_basis(self.kernel, self.gamma, self.degree, self.coef0)
         # Targets at unit standard deviation (the model is equivariant: alpha -> alpha / c^2,
@@ -959,7 +971,7 @@ class RVMRegressor(RegressorMixin, _RVMBase):
         self.path_["log_evidence"] -= shift
         self.n_iter_ = int(sum(len(p.steps) - 1 for p, _, _ in rounds))
 
-    def predict(self, X, return_std=False):
+    def predict(self, X, *, return_std=False):
         """Predictive mean and, optionally, standard deviation.
 
         Parameters
@@ -1125,7 +1137,7 @@ class RVMClassifier(ClassifierMixin, _RVMBase):
         """
         self._check_common()
         _require_y(self, y)
-        X = self._validate_X(X, reset=True)
+        X = self._validate_x(X, reset=True)
         y = np.asarray(y)
         if y.ndim == 2 and y.shape[1] == 1:
             warnings.warn("A column-vector y was passed when a 1d array was expected; it was "
@@ -1134,11 +1146,12 @@ class RVMClassifier(ClassifierMixin, _RVMBase):
         classes, y_idx = check_binary_labels(y, X.shape[0])
         if classes.size != 2:
             shown = ", ".join(repr(c.item() if hasattr(c, "item") else c) for c in classes[:5])
-            raise LabelError(
+            msg = (
                 f"Only binary classification is supported by RVMClassifier; y has {classes.size} "
                 f"classes ({shown}{', ...' if classes.size > 5 else ''}). Fit one classifier per "
                 "class, or use ARDClassifier (one-vs-rest)."
             )
+            raise LabelError(msg)
         self.classes_ = classes
         basis = make_basis(self.kernel, self.gamma, self.degree, self.coef0)
         Phi_s, scale, allowed = self._design(X, basis)
@@ -1176,8 +1189,9 @@ class RVMClassifier(ClassifierMixin, _RVMBase):
         return m / np.sqrt(1.0 + np.pi * v / 8.0)  # MacKay (1992): E[sigmoid(f)] ~ sigmoid(kappa m)
 
     def predict_proba(self, X):
-        """Class probabilities, the logistic integrated over the Gaussian posterior (MacKay's probit
-        approximation ``sigmoid(m / sqrt(1 + pi v / 8))``).
+        """Class probabilities: the logistic integrated over the Gaussian posterior.
+
+        MacKay's probit approximation ``sigmoid(m / sqrt(1 + pi v / 8))``.
 
         Returns
         -------

@@ -55,10 +55,11 @@ def check_design(X, *, estimator_name: str = "estimator", accept_sparse: bool = 
             col = int(X.tocsc().indices[np.flatnonzero(~np.isfinite(X.tocsc().data))[0]])
         else:
             col = int(np.flatnonzero(bad.any(axis=0))[0])
-        raise DataError(
+        msg = (
             f"Input X contains {n_bad} {' and '.join(kinds)} value(s) (first in column {col}); "
             "impute or drop them before fitting."
         )
+        raise DataError(msg)
     if sp.issparse(X):
         X = X.tocsc()
         X.sort_indices()
@@ -100,39 +101,47 @@ def check_binary_labels(y, n_samples: int):
         )
         y = y.ravel()
     if y.ndim != 1:
-        raise LabelError(f"y must be one-dimensional, got an array of shape {y.shape}.")
+        msg = f"y must be one-dimensional, got an array of shape {y.shape}."
+        raise LabelError(msg)
     if y.shape[0] != n_samples:
-        raise LabelError(
-            f"y has {y.shape[0]} labels but X has {n_samples} samples; they must match one to one."
-        )
+        msg = f"y has {y.shape[0]} labels but X has {n_samples} samples; they must match one to one."
+        raise LabelError(msg)
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-        raise LabelError("y contains NaN or infinite labels.")
-    if y.dtype.kind == "O":
-        if any(v is None or (isinstance(v, float) and np.isnan(v)) for v in y):
-            raise LabelError("y contains missing labels (None or NaN).")
+        msg = "y contains NaN or infinite labels."
+        raise LabelError(msg)
+    if y.dtype.kind == "O" and any(v is None or (isinstance(v, float) and np.isnan(v)) for v in y):
+        msg = "y contains missing labels (None or NaN)."
+        raise LabelError(msg)
     if y.dtype.kind == "f" and np.any(y != np.round(y)):
-        raise LabelError(
+        msg = (
             "y holds continuous values; ardselect classifiers need class labels "
             "(for a continuous target use RVMRegressor)."
         )
+        raise LabelError(msg)
     classes, y_index = np.unique(y, return_inverse=True)
     if classes.size < 2:
         only = classes[0].item() if isinstance(classes[0], np.generic) else classes[0]
-        raise LabelError(
-            f"y has one class only ({only!r}); a classifier needs at least two classes."
-        )
+        msg = f"y has one class only ({only!r}); a classifier needs at least two classes."
+        raise LabelError(msg)
     return classes, y_index.astype(np.intp)
 
 
 def check_path_params(init, init_names, max_steps):
-    """Check the sequential path's ``init`` (one of ``init_names`` or a positive int; an array is
-    not accepted from users) and ``max_steps`` (a non-negative int)."""
+    """Check the sequential path's ``init`` and ``max_steps``.
+
+    ``init`` is one of ``init_names`` or a positive int (an array is not accepted from users);
+    ``max_steps`` a non-negative int.
+    """
     if not ((isinstance(init, str) and init in init_names) or (
             isinstance(init, (int, np.integer)) and not isinstance(init, bool) and init >= 1)):
-        raise ValueError(f"init must be {', '.join(repr(n) for n in init_names)} or a positive "
-                         f"int; got {init!r}.")
+        msg = (
+            f"init must be {', '.join(repr(n) for n in init_names)} or a positive "
+                         f"int; got {init!r}."
+        )
+        raise ValueError(msg)
     if not (isinstance(max_steps, (int, np.integer)) and max_steps >= 0):
-        raise ValueError(f"max_steps must be a non-negative int; got {max_steps!r}.")
+        msg = f"max_steps must be a non-negative int; got {max_steps!r}."
+        raise ValueError(msg)
 
 
 def check_unique_names(names, what: str = "gene") -> None:

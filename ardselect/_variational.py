@@ -485,7 +485,7 @@ class _VariationalRVMBase(BaseEstimator):
 
     _likelihood = "gaussian"
 
-    def _validate_X(self, X, *, reset):
+    def _validate_x(self, X, *, reset):
         Xc = check_design(X, estimator_name=type(self).__name__)
         validate_data(self, X, reset=reset, skip_check_array=True)
         return Xc
@@ -554,7 +554,7 @@ class _VariationalRVMBase(BaseEstimator):
     def _latent(self, X):
         """Mean and variance of ``y(x) = w^T phi(x)`` under Q(w)."""
         check_is_fitted(self)
-        Xc = self._validate_X(X, reset=False)
+        Xc = self._validate_x(X, reset=False)
         Phi = self._design(Xc)
         mean = Phi @ self._state.mean_w
         return mean, Phi
@@ -713,7 +713,7 @@ class VariationalRVMRegressor(RegressorMixin, _VariationalRVMBase):
             The fitted estimator.
         """
         _check_params(self, ("c", "d"))
-        Xc = self._validate_X(X, reset=True)
+        Xc = self._validate_x(X, reset=True)
         _require_y(self, y)
         t = _check_target(y, Xc.shape[0])
         state = self._fit_design(Xc, t, self.c, self.d)
@@ -887,7 +887,7 @@ class VariationalRVMClassifier(ClassifierMixin, _VariationalRVMBase):
         self : VariationalRVMClassifier
             The fitted estimator.
         """
-        Xc = self._validate_X(X, reset=True)
+        Xc = self._validate_x(X, reset=True)
         if Xc.shape[0] < 2:
             msg = f"{type(self).__name__} needs at least 2 samples (one per class); got 1 sample."
             raise DataError(msg)

@@ -98,7 +98,7 @@ def detect_format(path) -> str:
 
 @contextlib.contextmanager
 def atomic_write(path, mode: str = "w"):
-    """Open a temporary file beside ``path``; rename it onto ``path`` only if the block succeeds.
+    r"""Open a temporary file beside ``path``; rename it onto ``path`` only if the block succeeds.
 
     A failure or ``KeyboardInterrupt`` inside the block removes the temporary file, so ``path`` is
     either absent, untouched, or complete. Text mode writes UTF-8 with ``\\n`` line endings.

@@ -182,10 +182,7 @@ class PortableModel:
         """
         posteriors = list(estimator.posteriors_)
         classes = list(classes)
-        if len(classes) == 2:
-            positives = [classes[1]]
-        else:
-            positives = classes
+        positives = [classes[1]] if len(classes) == 2 else classes
         if len(posteriors) != len(positives):
             msg = f"{len(posteriors)} posteriors for {len(classes)} classes"
             raise ModelError(msg)

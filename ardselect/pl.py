@@ -26,8 +26,10 @@ def require_matplotlib() -> None:
 
 
 def save_png(fig, path) -> None:
-    """Save ``fig`` as PNG (100 dpi, no software or date metadata, so the bytes are reproducible),
-    atomically."""
+    """Save ``fig`` as PNG, atomically.
+
+    100 dpi and no software or date metadata, so the same figure gives the same bytes.
+    """
     with atomic_write(path, "wb") as fh:
         fig.savefig(fh, format="png", dpi=100, metadata={"Software": None})
 
@@ -94,7 +96,7 @@ def path(path_table: pd.DataFrame, *, title: str | None = None, fig=None):
             _log_probability_axis(ax, path_table[col].to_numpy(dtype=float))
             label += " (log)"
         ax.set_ylabel(label)
-        ax.grid(True, alpha=0.3)
+        ax.grid(visible=True, alpha=0.3)
     axes[-1].set_xlabel("path step")
     axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[-1].yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -155,7 +157,7 @@ def weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fi
         ax.set_yticks(ypos)
         ax.set_yticklabels(labels, fontsize=7)
         ax.set_xlabel("weight (posterior mean +- 2 sd)")
-        ax.grid(True, axis="x", alpha=0.3)
+        ax.grid(visible=True, axis="x", alpha=0.3)
         sub_title = f"{cls} vs rest" if len(classes) > 1 else (title or "")
         if sub_title:
             ax.set_title(sub_title, fontsize=9)
@@ -193,7 +195,7 @@ def calibration(table: pd.DataFrame, *, title: str | None = None, fig=None):
     ax.set_ylabel("observed accuracy on held-out samples")
     ax.set_xlim(lo - 0.02, 1.02)
     ax.set_ylim(min(lo, float(table["accuracy"].min()) if len(table) else 0) - 0.05, 1.05)
-    ax.grid(True, alpha=0.3)
+    ax.grid(visible=True, alpha=0.3)
     ax.legend(fontsize="small", loc="lower right")
     if title:
         ax.set_title(title, fontsize=10)

@@ -80,8 +80,8 @@ def methods(random_state=0):
 
 def run(name, methods_dict, *, criteria=None, n_splits=50, jobs=2, seed=0):
     """Evaluate ``methods_dict`` on data set ``name``; returns (results, predictions)."""
-    from ardselect.preprocessing import Preprocessor
     from ardselect.model_selection import evaluate
+    from ardselect.preprocessing import Preprocessor
 
     X, y, ids = load(name)
     pre = Preprocessor(**DATASETS[name])

@@ -68,7 +68,8 @@ def load(name):
         feats = ["npreg", "glu", "bp", "skin", "bmi", "ped", "age"]
         pos = "Yes"
     else:
-        raise ValueError(f"unknown dataset {name!r}; choose 'ripley' or 'pima'.")
+        msg = f"unknown dataset {name!r}; choose 'ripley' or 'pima'."
+        raise ValueError(msg)
     tr, te = d[d["split"] == "train"], d[d["split"] == "test"]
     return (
         tr[feats].to_numpy(float),
@@ -161,7 +162,8 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     if not DATA.is_dir():
-        raise SystemExit(f"shared datasets not found at {DATA}")
+        msg = f"shared datasets not found at {DATA}"
+        raise SystemExit(msg)
     print(
         f"GibbsRVMClassifier benchmark: {args.n_chains} chains x ({args.n_burnin} burn-in + "
         f"{args.n_samples} kept) sweeps, seed {args.seed}"

@@ -106,7 +106,7 @@ def has_laplace():
     return True
 
 
-def run(name, n_splits, jobs, seed, init="auto", max_init=100, baselines=True):
+def run(name, n_splits, jobs, seed, init="auto", max_init=100, *, baselines=True):
     from sklearn.model_selection import StratifiedShuffleSplit
 
     load, n_train, sigma, _, title = SETS[name]

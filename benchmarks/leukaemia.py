@@ -57,7 +57,7 @@ def partitions(n_splits, seed=0, n=72, n_train=36):
     return [np.sort(rng.permutation(n)[:n_train]) for _ in range(n_splits)]
 
 
-def run_split(X, y, train, max_init, ard_only=False):
+def run_split(X, y, train, max_init, *, ard_only=False):
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GridSearchCV, StratifiedKFold
@@ -107,7 +107,7 @@ def main(argv=None):
     X, y = load()
     splits = partitions(args.splits, args.seed)
     t0 = time.perf_counter()
-    rows = Parallel(n_jobs=args.jobs)(delayed(run_split)(X, y, tr, args.max_init, args.ard_only)
+    rows = Parallel(n_jobs=args.jobs)(delayed(run_split)(X, y, tr, args.max_init, ard_only=args.ard_only)
                                          for tr in splits)
     wall = time.perf_counter() - t0
     df = pd.DataFrame(rows)

@@ -111,7 +111,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore", ConvergenceWarning)
     if not DATA.is_dir():
-        raise SystemExit(f"shared datasets not found at {DATA}")
+        msg = f"shared datasets not found at {DATA}"
+        raise SystemExit(msg)
 
     print("Laplace RVM (Seq-ARD-Laplace) vs SVC; fixed train/test splits; choices by 5-fold CV on "
           "the training data\n")

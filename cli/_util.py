@@ -62,7 +62,7 @@ def _package_of(w) -> str:
 
 
 def _relay_warnings(caught, *, debug: bool) -> None:
-    """ardselect's own warnings as one ``warning:`` line each; others (anndata, ...) counted in one note.
+    """Relay ardselect's own warnings as one ``warning:`` line each; others (anndata, ...) counted in one note.
 
     A warning is ours when its category is defined in ardselect or it was issued from ardselect's
     code; scikit-learn's ``ConvergenceWarning`` raised by our estimators counts as ours.

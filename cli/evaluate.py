@@ -32,6 +32,7 @@ from ._options import (
 )
 from ._util import Transaction, UsageError, check_output, handle_errors
 
+
 def evaluate(
     data: DataArg,
     label_key: LabelKeyOpt = "label",

@@ -10,6 +10,7 @@ import typer
 from ._options import Example, OverwriteOpt, QuietOpt
 from ._util import Transaction, check_output, handle_errors, info_line
 
+
 def example(
     name: Annotated[Example, typer.Argument(help="Dataset name.", show_default=False, metavar="NAME")],
     path: Annotated[

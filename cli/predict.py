@@ -8,9 +8,18 @@ from typing import Annotated
 
 import typer
 
-from ._options import DataArg, GenesInRowsOpt, LabelsOpt, LayerOpt, OverwriteOpt, QuietOpt
-from ._options import check_label_key, read_input
+from ._options import (
+    DataArg,
+    GenesInRowsOpt,
+    LabelsOpt,
+    LayerOpt,
+    OverwriteOpt,
+    QuietOpt,
+    check_label_key,
+    read_input,
+)
 from ._util import Transaction, UsageError, check_input, check_output, handle_errors, info_line
+
 
 def predict(
     model: Annotated[

@@ -53,13 +53,18 @@ def test_fitted_attributes_and_path():
     assert p["step"].tolist() == list(range(len(p)))
     assert p["action"].iloc[0] == "init"
     assert set(p["action"].iloc[1:]) <= {"add", "delete", "reestimate"}
-    assert clf.coef_.shape == (1, 30) and clf.coef_sd_.shape == (1, 30)
+    assert clf.coef_.shape == (1, 30)
+    assert clf.coef_sd_.shape == (1, 30)
     assert clf.intercept_.shape == (1,)
     sel = clf.get_support()
-    assert np.all(np.isfinite(clf.alpha_[0, sel])) and np.all(np.isinf(clf.alpha_[0, ~sel]))
-    assert np.all(clf.coef_[0, ~sel] == 0) and np.all(clf.coef_sd_[0, sel] > 0)
-    assert sel[3] and sel[7]
-    assert np.sign(clf.coef_[0, 3]) == 1 and np.sign(clf.coef_[0, 7]) == -1
+    assert np.all(np.isfinite(clf.alpha_[0, sel]))
+    assert np.all(np.isinf(clf.alpha_[0, ~sel]))
+    assert np.all(clf.coef_[0, ~sel] == 0)
+    assert np.all(clf.coef_sd_[0, sel] > 0)
+    assert sel[3]
+    assert sel[7]
+    assert np.sign(clf.coef_[0, 3]) == 1
+    assert np.sign(clf.coef_[0, 7]) == -1
     # chosen step is the criterion's pick on the recorded path (first minimum of the LOO error)
     loo = p["loo_error"].to_numpy()
     assert clf.chosen_step_ == int(np.flatnonzero(loo == loo.min())[0])
@@ -159,7 +164,8 @@ def test_scale_invariance_and_extreme_scales():
     b = ARDClassifier().fit(X * scales, y)
     assert np.array_equal(a.get_support(), b.get_support())
     np.testing.assert_allclose(a.coef_, b.coef_ * scales, rtol=1e-5, atol=1e-8)
-    assert np.all(np.isfinite(b.coef_)) and np.all(np.isfinite(b.path_["log_evidence"]))
+    assert np.all(np.isfinite(b.coef_))
+    assert np.all(np.isfinite(b.path_["log_evidence"]))
 
 
 def test_separable_and_duplicated_features_fit_cleanly():
@@ -194,7 +200,8 @@ def test_multiclass_one_vs_rest():
     for k, c in enumerate("abc"):
         X[y == c, k] += 3.0
     clf = ARDClassifier().fit(X, y)
-    assert clf.coef_.shape == (3, 20) and clf.intercept_.shape == (3,)
+    assert clf.coef_.shape == (3, 20)
+    assert clf.intercept_.shape == (3,)
     assert set(clf.chosen_step_) == {"a", "b", "c"}
     P = clf.predict_proba(X)
     np.testing.assert_allclose(P.sum(axis=1), 1)
@@ -202,7 +209,8 @@ def test_multiclass_one_vs_rest():
     for k in range(3):
         assert clf.alpha_[k, k] < np.inf  # each class's marker gene is in its model
     r = clf.ranked_features()
-    assert set(r["class"]) == {"a", "b", "c"} and len(r) == 60
+    assert set(r["class"]) == {"a", "b", "c"}
+    assert len(r) == 60
     assert set(clf.path_["class"]) == {"a", "b", "c"}
 
 

@@ -108,7 +108,8 @@ def test_fit_help_documents_defaults():
                    "--overwrite", "--quiet", "--log", "--floor", "--cap", "--standardize",
                    "--write-h5ad", "--genes-in-rows", "--labels"):
         assert option in text
-    assert "16000" in text and "[default: auto]" in text
+    assert "16000" in text
+    assert "[default: auto]" in text
 
 
 # ------------------------------------------------------------------------------ fit outputs
@@ -124,7 +125,8 @@ def test_fit_outputs(fitted):
         "rank", "gene", "description", "selected", "relevance", "mean", "sd", "alpha",
         "entered_step",
     ]
-    assert len(genes) == 20 and genes["rank"].tolist() == list(range(1, 21))
+    assert len(genes) == 20
+    assert genes["rank"].tolist() == list(range(1, 21))
     assert genes["selected"].dtype == bool  # written as true/false
     assert "\ttrue\t" in (out / "genes.tsv").read_text()
     assert set(genes["gene"][:2]) == {"G0", "G1"}
@@ -141,7 +143,8 @@ def test_fit_outputs(fitted):
     assert model["classes"] == ["case", "ctrl"]
     assert model["versions"]["ardselect"] == ardselect.__version__
     assert model["preprocessing"]["log"] == "log2"
-    assert model["criterion"] == "loo" and model["label_key"] == "label"
+    assert model["criterion"] == "loo"
+    assert model["label_key"] == "label"
     assert "selected by loo" in result.stdout
     assert "log2(x + 1) (auto" in result.stdout
 
@@ -400,7 +403,8 @@ def test_fit_without_matplotlib_asks_for_the_plot_extra(data, tmp_path, monkeypa
 
 def test_unexpected_error_is_one_line(data, tmp_path, monkeypatch):
     def broken(*args, **kwargs):
-        raise RuntimeError("boom")
+        msg = "boom"
+        raise RuntimeError(msg)
 
     monkeypatch.setattr(ardselect.io, "write_gmt", broken)
     monkeypatch.delenv("ARDSELECT_DEBUG", raising=False)
@@ -433,7 +437,8 @@ def test_progress_handler_follows_the_path(adata_factory):
         log.setLevel(old)
     assert handler.labels == ["class0", "class1", "class2"]
     task = progress.tasks[0]
-    assert task.completed == 2 and task.fields["step"].startswith("step ")
+    assert task.completed == 2
+    assert task.fields["step"].startswith("step ")
 
 
 # ------------------------------------------------------------------------------ evaluate, example
@@ -448,7 +453,8 @@ def test_evaluate(data, tmp_path):
     splits = pd.read_csv(out / "splits.tsv", sep="\t")
     assert len(splits) == 9
     assert list(splits["method"][:3]) == methods
-    assert (splits["n_train"] == 36).all() and (splits["n_test"] == 12).all()
+    assert (splits["n_train"] == 36).all()
+    assert (splits["n_test"] == 12).all()
     summary = pd.read_csv(out / "summary.tsv", sep="\t")
     assert list(summary["method"]) == methods
     row = summary.iloc[0]
@@ -547,7 +553,7 @@ def test_layer_and_use_raw_exclude_each_other(command, adata_factory, tmp_path):
 def test_third_party_warnings_are_not_shown_as_ours(capsys):
     # Issue 12, item 9: anndata's warnings were printed as "ardselect: warning: ...".
     import warnings as _w
-    from pathlib import Path as _P
+    from pathlib import Path as _Path
 
     from ardselect_cli._util import _relay_warnings
 
@@ -557,7 +563,7 @@ def test_third_party_warnings_are_not_shown_as_ours(capsys):
                                  "/x/lib/python3.11/site-packages/anndata/_io/h5ad.py", 10)] * 34
     mine = [_w.WarningMessage("3 of 30 features are constant", ours.ConstantFeatureWarning,
                               "/somewhere/else.py", 1),
-            _w.WarningMessage("path stopped", UserWarning, str(_P(ours.__file__)), 1)]
+            _w.WarningMessage("path stopped", UserWarning, str(_Path(ours.__file__)), 1)]
     _relay_warnings(foreign + mine, debug=False)
     err = capsys.readouterr().err.splitlines()
     assert "ardselect: warning: 3 of 30 features are constant" in err

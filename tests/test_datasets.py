@@ -28,8 +28,10 @@ def test_leukaemia_content():
     assert adata.shape == (72, 7129)
     assert adata.obs["label"].value_counts().to_dict() == {"ALL": 47, "AML": 25}
     assert adata.obs["split"].value_counts().to_dict() == {"train": 38, "test": 34}
-    assert adata.obs_names[0] == "patient_1" and adata.obs_names[-1] == "patient_72"
-    assert adata.var_names[0] == "AFFX-BioB-5_at" and adata.var_names[-1] == "Z78285_f_at"
+    assert adata.obs_names[0] == "patient_1"
+    assert adata.obs_names[-1] == "patient_72"
+    assert adata.var_names[0] == "AFFX-BioB-5_at"
+    assert adata.var_names[-1] == "Z78285_f_at"
     assert adata.var_names.is_unique
     assert adata.var.loc["AFFX-BioB-5_at", "description"].startswith("AFFX-BioB-5_at")
     X = np.asarray(adata.X)

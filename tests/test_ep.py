@@ -187,7 +187,8 @@ def test_separable_and_duplicated_features_stay_finite():
     y = np.array([1, 1, -1, -1])
     res = ep_probit(X, y, np.array([1e-4, 1e-4, 1e-16]))
     assert res.converged
-    assert np.all(np.isfinite(res.mean)) and np.isfinite(res.log_evidence)
+    assert np.all(np.isfinite(res.mean))
+    assert np.isfinite(res.log_evidence)
     assert res.loo_error == 0
 
 

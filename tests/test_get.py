@@ -39,7 +39,8 @@ def test_gene_sets_and_model(ranked_adata):
     sets = ardselect.get.gene_sets(ranked_adata, "res")
     assert list(sets) == ["ctrl_vs_case"]
     desc, genes = sets["ctrl_vs_case"]
-    assert "criterion loo" in desc and f"{len(genes)} genes" in desc
+    assert "criterion loo" in desc
+    assert f"{len(genes)} genes" in desc
     assert genes == ardselect.get.ranked_genes_df(ranked_adata, "res", selected_only=True)[
         "gene"
     ].tolist()

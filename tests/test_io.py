@@ -224,9 +224,14 @@ def test_cls_length_mismatch(tmp_path, adata_factory):
 
 def test_atomic_write_cleans_up(tmp_path):
     target = tmp_path / "out.txt"
-    with pytest.raises(KeyboardInterrupt), aio.atomic_write(target) as fh:
-        fh.write("partial")
-        raise KeyboardInterrupt
+
+    def interrupted_write():
+        with aio.atomic_write(target) as fh:
+            fh.write("partial")
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        interrupted_write()
     assert list(tmp_path.iterdir()) == []
     with aio.atomic_write(target) as fh:
         fh.write("done\n")

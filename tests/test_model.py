@@ -13,7 +13,6 @@ from ardselect import FileFormatError, ModelError
 from ardselect.model import PortableModel, load_model
 from ardselect.preprocessing import Preprocessor
 
-
 # ------------------------------------------------------------------------------ portable model
 
 

@@ -32,8 +32,11 @@ def test_path_png_deterministic(tmp_path):
 
 
 def test_path_plot_loo_probability_is_log_scaled_down_to_its_smallest_value():
-    """Separable data give LOO error probabilities near 1e-300 (and exact zeros): the panel is on a
-    log scale whose range reaches the smallest value, with zeros drawn at the 1e-300 floor."""
+    """The LOO error probability panel is log-scaled down to its smallest value.
+
+    Separable data give LOO error probabilities near 1e-300 (and exact zeros): the panel is on a
+    log scale whose range reaches the smallest value, with zeros drawn at the 1e-300 floor.
+    """
     path_table = pd.DataFrame(
         {
             "class": ["b"] * 4,
@@ -48,11 +51,14 @@ def test_path_plot_loo_probability_is_log_scaled_down_to_its_smallest_value():
     ax = pl.path(path_table).axes[2]
     assert ax.get_yscale() == "log"
     lo, hi = ax.get_ylim()
-    assert lo <= 1e-300 and 1.0 <= hi < 10.0
+    assert lo <= 1e-300
+    assert 1.0 <= hi < 10.0
     line = ax.get_lines()[0].get_ydata()
     np.testing.assert_array_equal(line, [0.21, 1e-40, 1e-120, 1e-300])
     ticks = ax.get_yticks()
-    assert ticks.max() == 1.0 and ticks.min() >= lo and len(ticks) >= 3
+    assert ticks.max() == 1.0
+    assert ticks.min() >= lo
+    assert len(ticks) >= 3
 
 
 def test_weights_and_calibration_plots_are_written(tmp_path, expression):
@@ -69,7 +75,8 @@ def test_weights_and_calibration_plots_are_written(tmp_path, expression):
     pl.save_png(pl.calibration(calibration_table(pred)), tmp_path / "c.png")
     for name in ("w.png", "c.png"):
         data = (tmp_path / name).read_bytes()
-        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        assert len(data) > 5000
 
 
 def test_figures_ask_for_the_plot_extra_without_matplotlib(monkeypatch):

@@ -43,8 +43,11 @@ def test_tilted_moments_far_tail_stays_finite_and_positive():
     m = np.array([-60.0, -25.0, 25.0, 60.0])
     v = np.array([1.0, 4.0, 1.0, 0.1])
     log_Z, mhat, site_prec, vhat = tilted_moments(m, v)
-    assert np.all(np.isfinite(log_Z)) and np.all(np.isfinite(mhat))
-    assert np.all(site_prec >= 0) and np.all(vhat > 0) and np.all(vhat <= v)
+    assert np.all(np.isfinite(log_Z))
+    assert np.all(np.isfinite(mhat))
+    assert np.all(site_prec >= 0)
+    assert np.all(vhat > 0)
+    assert np.all(vhat <= v)
     # Far on the right, the likelihood is ~1: the tilted distribution is the cavity.
     assert mhat[3] == pytest.approx(m[3], abs=1e-10)
     assert vhat[3] == pytest.approx(v[3], rel=1e-10)

@@ -48,9 +48,8 @@ def test_synthetic_predictive_is_no_worse_and_evidence_is_sparser():
 def test_kernel_ep_breast_cancer_matches_the_paper(shared_data):
     # Qi et al. (2004) Table 1: evidence-ARD-EP 27.81 +- 0.35 % with 3.84 relevance vectors (50
     # partitions of 100/177). Ten partitions here: error within 2 points, a handful of vectors.
-    from sklearn.model_selection import StratifiedShuffleSplit
-
     import kernel_ep
+    from sklearn.model_selection import StratifiedShuffleSplit
 
     from ardselect import ARDClassifier
 

@@ -277,8 +277,11 @@ def test_joint_eta_alpha_noise_gradient_matches_finite_differences(seed):
 
 
 def test_eta_rvr_switches_off_irrelevant_inputs(seed):
-    """Inputs 0 and 1 matter, 2 and 3 do not. Over seeds 0-11 the largest irrelevant eta was at most
-    0.02 times the smallest relevant one (0.012 from the uniform start); we ask for 0.1."""
+    """Inputs 0 and 1 matter, 2 and 3 do not: eta-RVR switches the irrelevant ones off.
+
+    Over seeds 0-11 the largest irrelevant eta was at most
+    0.02 times the smallest relevant one (0.012 from the uniform start); we ask for 0.1.
+    """
     rng = np.random.default_rng(seed)
     X = rng.uniform(size=(80, 4))
     y = np.sin(2 * np.pi * X[:, 0]) + np.cos(2 * np.pi * X[:, 1]) + 0.1 * rng.standard_normal(80)
@@ -296,8 +299,10 @@ def test_eta_rvr_switches_off_irrelevant_inputs(seed):
 
 
 def test_eta_init_gp_starts_at_an_ard_gaussian_process_scales():
-    """``eta_init="gp"`` starts from ``1 / (2 l_k^2)`` of scikit-learn's ARD GP, fitted here
-    independently (same kernel, targets at unit sd); ``"uniform"`` from ``gamma``."""
+    """``eta_init="gp"`` starts from the scales of scikit-learn's ARD GP.
+
+    That is ``1 / (2 l_k^2)`` of the GP, fitted here independently (same kernel, targets at unit sd); ``"uniform"`` from ``gamma``.
+    """
     from sklearn.gaussian_process import GaussianProcessRegressor
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
@@ -323,10 +328,13 @@ def test_eta_init_gp_starts_at_an_ard_gaussian_process_scales():
 @pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow),
                                   pytest.param(2, marks=pytest.mark.slow)])
 def test_eta_rvr_from_gp_scales_reaches_higher_evidence_than_from_wide_uniform_scales(seed):
-    """The sparse model's evidence has many local maxima in eta. On Friedman #3 (the lecture's
+    """The sparse model's evidence has many local maxima in eta: the GP start finds better ones.
+
+    On Friedman #3 (the lecture's
     eta-RVR benchmark), starting every scale wide (gamma = 0.02 on standardised inputs) ended 11-42
     nats below the start at the GP's scales on each of the data sets of seeds 0-9; here seed 0
-    (1 and 2 with --runslow), with a 5-nat margin."""
+    (1 and 2 with --runslow), with a 5-nat margin.
+    """
     from sklearn.datasets import make_friedman3
 
     X, f = make_friedman3(240, noise=0.0, random_state=seed)
@@ -339,10 +347,13 @@ def test_eta_rvr_from_gp_scales_reaches_higher_evidence_than_from_wide_uniform_s
 
 
 def test_eta_rvr_falls_back_to_the_uniform_start_when_the_gp_start_fails():
-    """A linear target: the GP puts a very long length scale on the informative input, every RVM
+    """eta-RVR restarts from the uniform scales when the GP start ends below the plain RVM.
+
+    A linear target: the GP puts a very long length scale on the informative input, every RVM
     kernel is then nearly constant and the GP-started path stalls at the empty model, below the
     plain RVM at ``gamma``. The fit must notice and restart from the uniform scales; it then ends
-    above the plain RVM (eta-RVR only climbs from there)."""
+    above the plain RVM (eta-RVR only climbs from there).
+    """
     from sklearn.datasets import make_regression
 
     X, y = make_regression(n_samples=200, n_features=10, n_informative=1, bias=5.0, noise=20,
@@ -361,8 +372,11 @@ def test_eta_rvr_falls_back_to_the_uniform_start_when_the_gp_start_fails():
 
 
 def test_max_init_bounds_the_starting_model():
-    """With wide kernels every function is relevant on its own: the start takes the ``max_init``
-    of largest gain (the same as ``init=max_init``), or all of them with ``max_init=None``."""
+    """``max_init`` bounds the starting model.
+
+    With wide kernels every function is relevant on its own: the start takes the ``max_init``
+    of largest gain (the same as ``init=max_init``), or all of them with ``max_init=None``.
+    """
     rng = np.random.default_rng(1)
     X = rng.uniform(size=(60, 2))
     y = X[:, 0] + np.sin(3 * X[:, 1]) + 0.05 * rng.standard_normal(60)
@@ -444,8 +458,10 @@ def test_laplace_mode_and_evidence(seed, kernel):
 
 
 def test_laplace_against_quadrature_of_the_exact_posterior(seed):
-    """Two weights (slope, bias), 30 points, prior precision 1: 801 x 801 quadrature of the exact
-    logistic posterior over +-10 Laplace standard deviations.
+    """Laplace against 801 x 801 quadrature of the exact logistic posterior.
+
+    Two weights (slope, bias), 30 points, prior precision 1; the grid spans +-10 Laplace standard
+    deviations.
 
     Documented tolerances (weak data, where Laplace is least accurate; observed over seeds 0-4: mean
     - mode <= 0.25 sd, sd ratios 0.96-0.99, log evidence 0.01-0.03 nats low, predictions within
@@ -590,13 +606,15 @@ def test_attributes(seed):
     X, y = sinc_data(rng, n=40)
     reg = RVMRegressor(gamma=1 / 9).fit(X, y)
     assert reg.coef_.shape == reg.coef_sd_.shape == reg.alpha_.shape == (40,)
-    assert not hasattr(reg, "support_") and not hasattr(reg, "eta_")
+    assert not hasattr(reg, "support_")
+    assert not hasattr(reg, "eta_")
     assert np.all(np.isfinite(reg.alpha_[reg.relevance_vectors_]))
     assert np.all(reg.coef_[np.isinf(reg.alpha_)] == 0)
     assert reg.noise_precision_ == pytest.approx(1 / reg.noise_variance_)
     assert reg.n_iter_ == len(reg.path_) - 1
     lin = RVMRegressor(kernel="features").fit(np.hstack([X, rng.normal(size=(40, 2))]), y)
-    assert lin.support_.shape == (3,) and not hasattr(lin, "relevance_vectors_")
+    assert lin.support_.shape == (3,)
+    assert not hasattr(lin, "relevance_vectors_")
 
 
 def test_bad_inputs():

@@ -25,9 +25,11 @@ def test_invariants_for_any_seed(seed):
         clf = ARDClassifier().fit(X, y)
     p = clf.path_
     assert np.all(np.isfinite(p[["log_evidence", "loo_error", "loo_prob_error"]].to_numpy()))
-    assert np.all(np.isfinite(clf.coef_)) and np.all(clf.coef_sd_ >= 0)
+    assert np.all(np.isfinite(clf.coef_))
+    assert np.all(clf.coef_sd_ >= 0)
     P = clf.predict_proba(X)
-    assert np.all((P >= 0) & (P <= 1)) and np.allclose(P.sum(axis=1), 1)
+    assert np.all((P >= 0) & (P <= 1))
+    assert np.allclose(P.sum(axis=1), 1)
     assert np.array_equal(clf.predict(X), clf.classes_[(P[:, 1] > 0.5).astype(int)])
     ev = clf.choose_step("evidence")
     assert p["log_evidence"].iloc[ev] == p["log_evidence"].max()

@@ -312,7 +312,7 @@ def test_regression_bound_terms_against_quadrature():
 
 
 def log_trapezoid_2d(log_f, u, v):
-    """log of the integral of exp(log_f) over the grid u x v (trapezoid rule, in log space)."""
+    """Log of the integral of exp(log_f) over the grid u x v (trapezoid rule, in log space)."""
     from scipy.special import logsumexp
 
     wu = np.full(u.size, u[1] - u[0])
@@ -536,7 +536,7 @@ def test_attributes_shapes():
 
 
 @pytest.mark.parametrize("Est", [VariationalRVMRegressor, VariationalRVMClassifier])
-def test_bad_X(Est):
+def test_bad_x(Est):
     X, y = blob_data(0, n=10)
     Xnan = X.copy()
     Xnan[3, 1] = np.nan
