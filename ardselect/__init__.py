@@ -22,7 +22,7 @@ _LAZY = {
     "ep_probit": "._ep",
     "EPResult": "._ep",
     "ARDClassifier": "._classifier",
-    "ConstantFeatureWarning": "._classifier",
+    "ConstantFeatureWarning": "._base",
     "CRITERIA": "._criteria",
     "RVMRegressor": "._rvm",
     "RVMClassifier": "._rvm",

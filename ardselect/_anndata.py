@@ -259,17 +259,16 @@ def _rank_core(
     ranked["rank"] = ranked["rank"].astype(np.int64)
     ranked["selected"] = ranked["selected"].astype(bool)
 
-    path = est.path_.copy()
+    path = est.path_.rename(columns={"n_basis": "n_features"})  # genes: the basis is features
     path["class"] = [label_of[c] for c in path["class"]]
     path["gene"] = [
         "" if (f is None or f == "" or pd.isna(f)) else
         ("(intercept)" if str(f) not in column else str(kept_names[column[str(f)]]))
         for f in path["feature"]
     ]
-    chosen = est.chosen_step_
-    if not isinstance(chosen, dict):
-        chosen = {est.classes_[1]: chosen}
-    chosen_step = {label_of[c]: int(s) for c, s in chosen.items()}
+    # chosen_step_ is aligned with the binary problems: the second class, or every class.
+    problems = est.classes_[1:] if len(est.classes_) == 2 else est.classes_
+    chosen_step = {label_of[c]: int(s) for c, s in zip(problems, est.chosen_step_, strict=True)}
     path["chosen"] = [
         int(s) == chosen_step.get(c, -1) for c, s in zip(path["class"], path["step"], strict=True)
     ]

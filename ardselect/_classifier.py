@@ -4,47 +4,30 @@ from __future__ import annotations
 
 import copy
 import logging
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.feature_selection import SelectorMixin
+from sklearn.base import ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from ._basis import LinearBasis, design_matrix, make_basis, unit_rms
+from ._base import ConstantFeatureWarning, _ARDPathEstimator, _Chosen
+from ._basis import make_basis
 from ._certainty import inclusion_certainty, leave_one_out_sq
 from ._criteria import CRITERIA, check_criterion, choose_step
 from ._ep import loo_error, loo_prob_error, run_ep
 from ._probit import probit_log_proba, tilted_moments
-from ._sequential import SequentialPath, score_candidates
-from ._validation import (
-    check_binary_labels,
-    check_design,
-    constant_columns,
-)
-from .exceptions import DataError, LabelError
+from ._sequential import score_candidates
+from ._validation import check_binary_labels
+from .exceptions import LabelError
 from .model import Posterior
 
 __all__ = ["ARDClassifier", "ConstantFeatureWarning"]
 
 logger = logging.getLogger("ardselect")
-
-INTERCEPT = "(intercept)"
-
-
-class ConstantFeatureWarning(UserWarning):
-    """Constant features were left out of the model (``constant_features="warn"``)."""
-
-
-def _label(v) -> str:
-    """A class label for messages: numpy scalars shown as plain Python values."""
-    return repr(v.item() if isinstance(v, np.generic) else v)
 
 
 class _EPProbitProblem:
@@ -123,9 +106,8 @@ class _BinaryFit:
         self.active = s.active
         self.alpha_scaled = s.alpha
         self.post = st.post
-        c = self.scale[s.active]
-        self.mean = st.post.mean / c  # back to the units of the basis
-        self.var = st.post.var() / c**2
+        self.var_scaled = st.post.var()
+        self.mean = st.post.mean / self.scale[s.active]  # back to the units of the basis
         self.ep = st
 
     def cov(self):
@@ -133,7 +115,7 @@ class _BinaryFit:
         return self.post.cov() / np.outer(c, c)
 
 
-class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
+class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     """Sparse Bayesian probit classifier with ARD priors, fitted by Expectation Propagation.
 
     The model is ``P(y = +1 | x) = Phi(w . phi(x))`` with independent priors ``w_j ~ N(0, 1/alpha_j)``.
@@ -275,11 +257,10 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
     (3,)
     """
 
-    def __init__(self, criterion="loo", *, kernel="features", gamma="scale", degree=3, coef0=1.0,
-                 fit_intercept=True, init="auto", max_init="auto", max_steps=2000, tol=1e-5,
-                 alpha_min=0.1, patience=20,
-                 loo_prob_scale=50.0, damping=1.0, ep_tol=1e-5, ep_max_iter=200,
-                 constant_features="warn"):
+    def __init__(self, *, criterion="loo", kernel="features", gamma="scale", degree=3,
+                 coef0=1.0, fit_intercept=True, init="auto", max_init="auto", max_steps=2000,
+                 tol=1e-5, alpha_min=0.1, patience=20, loo_prob_scale=50.0, damping=1.0,
+                 ep_tol=1e-5, ep_max_iter=200, constant_features="warn"):
         self.criterion = criterion
         self.kernel = kernel
         self.gamma = gamma
@@ -300,18 +281,10 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
 
     #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
     _parameter_constraints: dict = {
+        **_ARDPathEstimator._path_constraints,
         "criterion": [StrOptions(set(CRITERIA))],
-        "kernel": [StrOptions({"features", "linear", "rbf", "poly"}), callable],
-        "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale", "auto"})],
-        "degree": [Interval(Integral, 1, None, closed="left")],
-        "coef0": [Interval(Real, None, None, closed="neither")],
-        "fit_intercept": ["boolean"],
         "init": [StrOptions({"auto", "relevant", "single"}), Interval(Integral, 1, None, closed="left")],
         "max_init": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left"), None],
-        "max_steps": [Interval(Integral, 0, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "alpha_min": [Interval(Real, 0, None, closed="left")],
-        "patience": [Interval(Integral, 0, None, closed="left")],
         "loo_prob_scale": [Interval(Real, 0, None, closed="neither")],
         "damping": [Interval(Real, 0, 1, closed="right")],
         "ep_tol": [Interval(Real, 0, None, closed="neither")],
@@ -319,19 +292,7 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         "constant_features": [StrOptions({"warn", "ignore", "raise"})],
     }
 
-    # ------------------------------------------------------------------ tags
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
-
     # ------------------------------------------------------------------ fitting
-    def _check_params(self):
-        self._validate_params()  # scikit-learn: one clear error naming the parameter and its range
-
-    def _basis_matrix(self, X):
-        return design_matrix(self.basis_, X, fit_intercept=self.fit_intercept)
-
     def fit(self, X, y):
         """Run the ARD path on (X, y) and keep the model chosen by ``criterion``.
 
@@ -347,93 +308,47 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         -------
         self : ARDClassifier
         """
-        self._check_params()
+        self._validate_params()  # scikit-learn: one clear error naming the parameter and its range
         if y is None:
             msg = f"{type(self).__name__} requires y to be passed, but the target y is None."
             raise LabelError(msg)
-        try:
-            X = validate_data(self, X, accept_sparse=["csc", "csr"], dtype=np.float64,
-                              ensure_all_finite=False, reset=True)
-        except ValueError as exc:
-            raise DataError(str(exc)) from None
-        X = check_design(X, estimator_name=type(self).__name__)
+        X = self._validate_x(X, reset=True)
         classes, y_idx = check_binary_labels(y, X.shape[0])
         self.classes_ = classes
-        names = (np.asarray(self.feature_names_in_, dtype=object)
-                 if hasattr(self, "feature_names_in_")
-                 else np.array([f"x{i}" for i in range(X.shape[1])], dtype=object))
-
-        self.basis_ = make_basis(self.kernel, self.gamma, self.degree, self.coef0).fit(X)
-        is_features = isinstance(self.basis_, LinearBasis)
-        allowed_in = np.ones(X.shape[1], dtype=bool)
-        if is_features:
-            const = constant_columns(X)
-            if const.any():
-                ex = ", ".join(repr(str(n)) for n in names[const][:5])
-                if self.constant_features == "raise":
-                    msg = (
-                        f"X has {int(const.sum())} constant feature(s) (e.g. {ex}); drop them or "
-                        "pass constant_features='warn' or 'ignore'."
-                    )
-                    raise DataError(msg)
-                if self.constant_features == "warn":
-                    warnings.warn(
-                        f"{int(const.sum())} of {X.shape[1]} features are constant (e.g. {ex}) "
-                        "and are left out of the model.", ConstantFeatureWarning, stacklevel=2)
-                allowed_in = ~const
-            fnames = names
-        else:
-            fnames = self.basis_.function_names(np.arange(X.shape[0]))
-        Phi = self._basis_matrix(X)
-        m = Phi.shape[1]
-        allowed = np.ones(m, dtype=bool)
-        allowed[: allowed_in.size] = allowed_in if is_features else True
-        fnames = np.concatenate([fnames, [INTERCEPT]]) if self.fit_intercept else fnames
-        icol = m - 1 if self.fit_intercept else -1
-
-        Phi_s, scale, nonzero = unit_rms(Phi)
-        allowed &= nonzero
-
+        basis = make_basis(self.kernel, self.gamma, self.degree, self.coef0)
+        Phi_s, scale, allowed = self._prepare_design(X, basis,
+                                                     constant_features=self.constant_features)
         problems = [1] if classes.size == 2 else list(range(classes.size))
         # The path is thousands of small dense operations; multi-threaded BLAS only adds contention
         # there (measured 50x slower on a loaded 2-core machine), so the fit runs on one BLAS thread.
-        self._is_features = is_features
         with threadpool_limits(limits=1, user_api="blas"):
-            self._fit_problems(problems, classes, y_idx, Phi_s, allowed, fnames, icol, scale)
-        self._basis_names = fnames
-        self._is_features = is_features
+            self._fit_problems(problems, classes, y_idx, Phi_s, allowed, scale)
         self._set_steps([f.choose(self.criterion) for f in self._fits])
-        self.path_ = self._path_frame()
+        extra = {name: (lambda s, n=name: s.stats[n])
+                 for name in ("loo_error", "loo_prob_error", "ep_sweeps")}
+        self.path_ = pd.concat([self._path_frame(f.steps, extra, problem_label=f.positive_class)
+                                for f in self._fits], ignore_index=True)
         return self
 
-    def _fit_problems(self, problems, classes, y_idx, Phi_s, allowed, fnames, icol, scale):
+    def _fit_problems(self, problems, classes, y_idx, Phi_s, allowed, scale):
         self._fits = []
         n_iter = 0
+        init = self.init
+        if init == "auto":
+            init = "relevant" if self._is_features else "single"
         for k in problems:
             t = np.where(y_idx == k, 1.0, -1.0)
             design = (sp.diags(t) @ Phi_s).tocsc() if sp.issparse(Phi_s) else t[:, None] * Phi_s
             prob = _EPProbitProblem(design, allowed, loo_prob_scale=self.loo_prob_scale,
                                     damping=self.damping, ep_tol=self.ep_tol,
                                     ep_max_iter=self.ep_max_iter)
-            init = self.init
-            if init == "auto":
-                init = "relevant" if self._is_features else "single"
-            path = SequentialPath(prob, init=init, max_steps=self.max_steps, tol=self.tol,
-                                  max_init=self._max_init(design.shape[0]),
-                                  alpha_min=self.alpha_min,
-                                  patience=self.patience,
-                                  progress_label=str(classes[k])).run()
-            if not path.converged:
-                warnings.warn(
-                    f"The ARD path for class {_label(classes[k])} stopped at max_steps={self.max_steps} "
-                    "before converging; raise max_steps (the chosen model is still valid).",
-                    ConvergenceWarning, stacklevel=2,
-                )
+            path = self._run_path(prob, init=init, max_init=self._max_init(design.shape[0]),
+                                  problem_label=classes[k])
             if prob.n_ep_unconverged:
                 logger.info("EP hit ep_max_iter at %d path steps", prob.n_ep_unconverged)
             n_iter = max(n_iter, len(path.steps) - 1)
-            fit = _BinaryFit(classes[k], path.steps, path.converged, prob, scale, fnames, icol)
-            self._fits.append(fit)
+            self._fits.append(_BinaryFit(classes[k], path.steps, path.converged, prob, scale,
+                                         self._basis_names, self._icol))
         self.n_iter_ = n_iter
 
     def _max_init(self, n_samples):
@@ -441,83 +356,49 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         return min(int(n_samples), 100) if self.max_init == "auto" else self.max_init
 
     def _set_steps(self, steps):
-        m = len(self._basis_names)
-        k = len(self._fits)
-        n_basis = m - 1 if self.fit_intercept else m
-        coef = np.zeros((k, n_basis))
-        sd = np.zeros((k, n_basis))
-        alpha = np.full((k, n_basis), np.inf)
-        intercept = np.zeros(k)
-        posts = []
-        for i, (fit, step) in enumerate(zip(self._fits, steps, strict=True)):
+        rows, posts = [], []
+        for fit, step in zip(self._fits, steps, strict=True):
             fit.set_step(step)
-            feat = fit.active != fit.intercept_col
-            cols = fit.active[feat]
-            coef[i, cols] = fit.mean[feat]
-            sd[i, cols] = np.sqrt(fit.var[feat])
-            alpha[i, cols] = fit.alpha_scaled[feat] * fit.scale[cols] ** 2
-            if (~feat).any():
-                intercept[i] = fit.mean[~feat][0]
-            index = np.where(feat, fit.active, -1)
+            rows.append(self._input_units(fit.active, fit.post.mean, fit.var_scaled,
+                                          fit.alpha_scaled, fit.scale))
+            index = np.where(fit.active != fit.intercept_col, fit.active, -1)
             posts.append(Posterior(index, fit.mean.copy(), fit.cov(), fit.positive_class))
-        self.coef_ = coef
-        self.coef_sd_ = sd
-        self.alpha_ = alpha
-        self.intercept_ = intercept
+        self._set_weights(rows, [f.chosen for f in self._fits])
         self.posteriors_ = posts
-        chosen = [f.chosen for f in self._fits]
-        self.chosen_step_ = chosen[0] if k == 1 else {
-            c: s for c, s in zip(self.classes_, chosen, strict=True)}
-        in_model = np.isfinite(alpha).any(axis=0)
-        if self._is_features:
-            self.support_ = in_model
-        else:
-            self.support_ = np.ones(self.n_features_in_, dtype=bool)
-            self.relevance_vectors_ = np.flatnonzero(in_model)
-
-    def _path_frame(self):
-        rows = []
-        for fit in self._fits:
-            for s in fit.steps:
-                n_feat = int(np.sum(s.active != fit.intercept_col))
-                rows.append({
-                    "class": fit.positive_class,
-                    "step": s.step,
-                    "action": s.action,
-                    "feature": "" if s.feature < 0 else str(fit.names[s.feature]),
-                    "n_features": n_feat,
-                    "log_evidence": s.stats["log_evidence"],
-                    "loo_error": s.stats["loo_error"],
-                    "loo_prob_error": s.stats["loo_prob_error"],
-                    "ep_sweeps": s.stats["ep_sweeps"],
-                })
-        return pd.DataFrame(rows)
+        self._chosen = [_Chosen(f.active, f.scale, f.post) for f in self._fits]
 
     # ------------------------------------------------------------------ model choice
     def choose_step(self, criterion):
-        """Step of the path that ``criterion`` picks (int, or dict class -> int for multi-class)."""
+        """Path step that ``criterion`` picks for each binary problem.
+
+        Returns
+        -------
+        ndarray of int of shape (n_problems,)
+            Aligned with the rows of ``coef_``, as ``chosen_step_``.
+        """
         check_is_fitted(self)
         check_criterion(criterion)
-        steps = [f.choose(criterion) for f in self._fits]
-        return steps[0] if len(steps) == 1 else dict(zip(self.classes_, steps, strict=True))
+        return np.array([f.choose(criterion) for f in self._fits], dtype=np.intp)
 
     def at_step(self, step):
         """A fitted copy of this classifier using the model at path ``step``.
 
         Parameters
         ----------
-        step : int or dict
-            Path step (binary), or a dict class -> step (multi-class). Use :meth:`choose_step` to get
-            the step another criterion would pick.
+        step : int or array-like of int of shape (n_problems,)
+            The path step of each binary problem, aligned with the rows of ``coef_`` (an int
+            when there is one problem). :meth:`choose_step` gives the steps another criterion
+            would pick.
         """
         check_is_fitted(self)
-        steps = [step[c] for c in self.classes_] if isinstance(step, dict) else [step]
-        if len(steps) != len(self._fits):
-            msg = "with more than two classes, give a dict class -> step."
+        steps = np.atleast_1d(np.asarray(step))
+        if steps.ndim != 1 or steps.size != len(self._fits) or steps.dtype.kind not in "iu":
+            msg = (f"step must be an int or an array of {len(self._fits)} int(s), one per binary "
+                   f"problem (a row of coef_); got {step!r}.")
             raise ValueError(msg)
         for s, fit in zip(steps, self._fits, strict=True):
             if not 0 <= int(s) < len(fit.steps):
-                msg = f"step must be in [0, {len(fit.steps) - 1}]; got {s!r}."
+                msg = f"step must be in [0, {len(fit.steps) - 1}]; got {int(s)}."
                 raise ValueError(msg)
         new = copy.copy(self)
         new._fits = [copy.copy(f) for f in self._fits]
@@ -525,21 +406,6 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         return new
 
     # ------------------------------------------------------------------ prediction
-    def _latent(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse=["csc", "csr"], dtype=np.float64,
-                          ensure_all_finite=False, reset=False)
-        X = check_design(X, estimator_name=type(self).__name__)
-        Phi = self._basis_matrix(X)
-        means, variances = [], []
-        for fit in self._fits:
-            A = Phi[:, fit.active]
-            A = A.toarray() if sp.issparse(A) else A
-            m, v = fit.post.latent(A / fit.scale[fit.active])
-            means.append(m)
-            variances.append(v)
-        return np.array(means).T, np.array(variances).T  # (n, k)
-
     def decision_function(self, X):
         """Posterior mean of the latent ``w . phi(x)`` (per class for multi-class).
 
@@ -575,10 +441,6 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         return self.classes_[np.argmax(proba, axis=1)]
 
     # ------------------------------------------------------------------ selection
-    def _get_support_mask(self):
-        check_is_fitted(self)
-        return self.support_
-
     def ranked_features(self):
         """Every feature (basis function) ranked, for the chosen model of each binary problem.
 

@@ -36,34 +36,29 @@ from __future__ import annotations
 
 import logging
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
 from sklearn.metrics.pairwise import rbf_kernel
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils._param_validation import Interval, StrOptions
 from threadpoolctl import threadpool_limits
 
-from ._basis import LinearBasis, design_matrix, make_basis, unit_rms
+from ._base import _ARDPathEstimator, _Chosen
+from ._basis import make_basis
 from ._ep import LatentPosterior
-from ._sequential import SequentialPath
-from ._validation import (
-    check_binary_labels,
-    check_design,
-    check_path_params,
-    constant_columns,
-)
+from ._validation import check_binary_labels
 from .exceptions import DataError, LabelError
 
 __all__ = ["RVMClassifier", "RVMRegressor", "laplace_mode", "log_marginal_eta"]
 
 logger = logging.getLogger("ardselect")
 
-INTERCEPT = "(intercept)"
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
 #: Smallest noise variance, relative to the variance of ``y``: an exact-fit model would
@@ -441,141 +436,22 @@ def _log_ml_joint(theta, X, centres, t, has_bias):
 # --------------------------------------------------------------------------------------------------
 # Shared estimator plumbing
 # --------------------------------------------------------------------------------------------------
-def _path_frame(steps, names, icol, extra_cols, round_=None):
-    rows = []
-    for s in steps:
-        row = {
-            "step": s.step,
-            "action": s.action,
-            "feature": "" if s.feature < 0 else str(names[s.feature]),
-            "n_basis": int(np.sum(s.active != icol)),
-            "log_evidence": s.stats["log_evidence"],
-        }
-        for name, fn in extra_cols.items():
-            row[name] = fn(s)
-        rows.append(row)
-    frame = pd.DataFrame(rows)
-    if round_ is not None:
-        frame.insert(0, "round", round_)
-    return frame
+class _RVMBase(_ARDPathEstimator):
+    """What the two RVMs add to the path plumbing: the Gaussian path (regression and eta-RVR)."""
 
-
-class _RVMBase(BaseEstimator):
-    """Validation, basis and column scaling shared by the two RVMs."""
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
-
-    _init_names = ("single", "relevant")
-
-    def _check_common(self):
-        check_path_params(self.init, self._init_names, self.max_steps)
-        if not (self.max_init is None or (isinstance(self.max_init, (int, np.integer))
-                                          and not isinstance(self.max_init, bool)
-                                          and self.max_init >= 1)):
-            msg = f"max_init must be a positive int or None; got {self.max_init!r}."
-            raise ValueError(msg)
-        if not (isinstance(self.tol, (int, float, np.floating)) and self.tol > 0):
-            msg = f"tol must be a positive float; got {self.tol!r}."
-            raise ValueError(msg)
-        if not self.alpha_min >= 0:
-            msg = f"alpha_min must be >= 0; got {self.alpha_min!r}."
-            raise ValueError(msg)
-
-    def _validate_x(self, X, reset):
-        try:
-            X = validate_data(self, X, accept_sparse=["csc", "csr"], dtype=np.float64,
-                              ensure_all_finite=False, reset=reset)
-        except ValueError as exc:
-            raise DataError(str(exc)) from None
-        return check_design(X, estimator_name=type(self).__name__)
-
-    def _names(self):
-        return (np.asarray(self.feature_names_in_, dtype=object)
-                if hasattr(self, "feature_names_in_")
-                else np.array([f"x{i}" for i in range(self.n_features_in_)], dtype=object))
-
-    def _basis_matrix(self, X):
-        return design_matrix(self.basis_, X, fit_intercept=self.fit_intercept)
-
-    def _design(self, X, basis):
-        """Training basis at unit RMS, the column scales and the allowed mask (sets the names)."""
-        self.basis_ = basis.fit(X)
-        is_features = isinstance(basis, LinearBasis)
-        n_basis = X.shape[1] if is_features else X.shape[0]
-        allowed = np.ones(n_basis + int(self.fit_intercept), dtype=bool)
-        if is_features:
-            allowed[:n_basis] = ~constant_columns(X)
-            fnames = self._names()
-        else:
-            fnames = basis.function_names(np.arange(X.shape[0]))
-        if self.fit_intercept:
-            fnames = np.concatenate([fnames, [INTERCEPT]])
-        Phi = self._basis_matrix(X)
-        Phi_s, scale, nonzero = unit_rms(Phi)
-        allowed &= nonzero
-        self._is_features = is_features
-        self._n_basis = n_basis
-        self._icol = n_basis if self.fit_intercept else -1
-        self._names_basis = fnames
-        return Phi_s, scale, allowed
-
-    def _set_weights(self, active, mean, var, alpha_s, scale, factor=1.0):
-        """Posterior summaries in the units of the basis (and of ``y`` via ``factor``)."""
-        n_basis = self._n_basis
-        c = scale[active]
-        feat = active != self._icol
-        coef = np.zeros(n_basis)
-        sd = np.zeros(n_basis)
-        alpha = np.full(n_basis, np.inf)
-        coef[active[feat]] = factor * mean[feat] / c[feat]
-        sd[active[feat]] = factor * np.sqrt(var[feat]) / c[feat]
-        alpha[active[feat]] = alpha_s[feat] * c[feat] ** 2 / factor**2
-        self.coef_ = coef
-        self.coef_sd_ = sd
-        self.alpha_ = alpha
-        if (~feat).any():
-            self.intercept_ = float(factor * mean[~feat][0] / c[~feat][0])
-            self.intercept_sd_ = float(factor * np.sqrt(var[~feat][0]) / c[~feat][0])
-            self.intercept_alpha_ = float(alpha_s[~feat][0] * c[~feat][0] ** 2 / factor**2)
-        else:
-            self.intercept_, self.intercept_sd_, self.intercept_alpha_ = 0.0, 0.0, np.inf
-        in_model = np.isfinite(alpha)
-        for name in ("support_", "relevance_vectors_"):
-            if hasattr(self, name):
-                delattr(self, name)
-        if self._is_features:
-            self.support_ = in_model
-        else:
-            self.relevance_vectors_ = np.flatnonzero(in_model)
-
-    def _latent(self, X):
-        check_is_fitted(self)
-        X = self._validate_x(X, reset=False)
-        A = self._basis_matrix(X)[:, self._active]
-        A = A.toarray() if sp.issparse(A) else A
-        return self._post.latent(A / self._scale[self._active])
+    #: The RVMs stop on a positive tolerance.
+    _path_constraints: dict = {
+        **_ARDPathEstimator._path_constraints,
+        "tol": [Interval(Real, 0, None, closed="neither")],
+    }
 
     def _gaussian_path(self, X, basis, t, noise, lo, hi, init, tol=None):
         """Design matrix of ``basis`` and the sequential path on it: ``(path, problem, scale)``."""
-        Phi_s, scale, allowed = self._design(X, basis)
+        Phi_s, scale, allowed = self._prepare_design(X, basis)
         problem = _GaussianProblem(Phi_s, allowed, t, noise, noise_lo=lo, noise_hi=hi,
                                    fit_noise=self.noise_variance is None)
-        return self._run_path(problem, init, tol=tol), problem, scale
-
-    def _run_path(self, problem, init, tol=None):
-        tol = self.tol if tol is None else tol
-        path = SequentialPath(problem, init=init, max_steps=self.max_steps, tol=tol,
-                              max_init=self.max_init, alpha_min=self.alpha_min,
-                              patience=self.patience).run()
-        if not path.converged:
-            warnings.warn(
-                f"The RVM path stopped at max_steps={self.max_steps} before converging; raise "
-                "max_steps.", ConvergenceWarning, stacklevel=3,
-            )
-        return path
+        path = self._run_path(problem, init=init, max_init=self.max_init, tol=tol)
+        return path, problem, scale
 
 
 def _require_y(est, y):
@@ -600,8 +476,7 @@ def _check_target(y, n):
         y = y.astype(np.float64)
     except (TypeError, ValueError):
         msg = "y must be numeric for regression; for class labels use RVMClassifier."
-        raise DataError(
-            msg) from None
+        raise DataError(msg) from None
     if not np.all(np.isfinite(y)):
         msg = f"y contains {int(np.sum(~np.isfinite(y)))} NaN or infinite value(s)."
         raise DataError(msg)
@@ -796,6 +671,17 @@ class RVMRegressor(RegressorMixin, _RVMBase):
         self.alpha_min = alpha_min
         self.patience = patience
 
+    #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
+    _parameter_constraints: dict = {
+        **_RVMBase._path_constraints,
+        "optimize_eta": ["boolean"],
+        "eta_init": [StrOptions({"gp", "uniform"})],
+        "eta_max_iter": [Interval(Integral, 1, None, closed="left")],
+        "noise_variance": [Interval(Real, 0, None, closed="neither"), None],
+        "init": [StrOptions({"auto", "single", "relevant"}),
+                 Interval(Integral, 1, None, closed="left")],
+    }
+
     def fit(self, X, y):
         """Fit the RVM by the sequential marginal-likelihood algorithm.
 
@@ -810,20 +696,10 @@ class RVMRegressor(RegressorMixin, _RVMBase):
         -------
         self : RVMRegressor
         """
-        self._check_common()
+        self._validate_params()
         if self.optimize_eta and not (isinstance(self.kernel, str) and self.kernel == "rbf"):
             msg = f"optimize_eta=True needs kernel='rbf'; got kernel={self.kernel!r}."
             raise ValueError(msg)
-        if not (isinstance(self.eta_max_iter, (int, np.integer)) and self.eta_max_iter >= 1):
-            msg = f"eta_max_iter must be a positive int; got {self.eta_max_iter!r}."
-            raise ValueError(msg)
-        if not (isinstance(self.eta_init, str) and self.eta_init in ("gp", "uniform")):
-            msg = f"eta_init must be 'gp' or 'uniform'; got {self.eta_init!r}."
-            raise ValueError(msg)
-        if self.noise_variance is not None and not self.noise_variance > 0:
-            msg = f"noise_variance must be positive or None; got {self.noise_variance!r}."
-            raise ValueError(
-                msg)
         _require_y(self, y)
         X = self._validate_x(X, reset=True)
         y = _check_target(y, X.shape[0])
@@ -851,8 +727,6 @@ class RVMRegressor(RegressorMixin, _RVMBase):
                 self._finish([self._gaussian_path(X, basis, t, noise0, lo, hi,
                                                   self._path_init())], n)
         return self
-
-    _init_names = ("auto", "single", "relevant")
 
     def _path_init(self):
         if isinstance(self.init, str) and self.init == "auto":
@@ -957,17 +831,15 @@ class RVMRegressor(RegressorMixin, _RVMBase):
         step = path.steps[-1]
         noise = step.stats["noise_variance"]
         b, post = problem.posterior(step.active, step.alpha, noise)
-        self._active, self._scale, self._post = step.active, scale, post
-        self._set_weights(step.active, post.mean, post.var(), step.alpha, scale, factor=ys)
+        self._chosen = [_Chosen(step.active, scale, post)]
+        self._set_weights([self._input_units(step.active, post.mean, post.var(), step.alpha,
+                                             scale, factor=ys)], [step.step])
         self.noise_variance_ = float(noise * ys**2)
-        self.noise_precision_ = 1.0 / self.noise_variance_
         shift = n * np.log(ys)
         self.log_marginal_likelihood_ = float(_gaussian_log_ml(post, b, problem.t) - shift)
-        frames = []
-        for r, (p, _, _) in enumerate(rounds):
-            frames.append(_path_frame(p.steps, self._names_basis, self._icol, {
-                "noise_variance": lambda s: s.stats["noise_variance"] * ys**2}, round_=r))
-        self.path_ = pd.concat(frames, ignore_index=True)
+        extra = {"noise_variance": lambda s: s.stats["noise_variance"] * ys**2}
+        self.path_ = pd.concat([self._path_frame(p.steps, extra, round_=r)
+                                for r, (p, _, _) in enumerate(rounds)], ignore_index=True)
         self.path_["log_evidence"] -= shift
         self.n_iter_ = int(sum(len(p.steps) - 1 for p, _, _ in rounds))
 
@@ -989,10 +861,10 @@ class RVMRegressor(RegressorMixin, _RVMBase):
         """
         m, v = self._latent(X)
         ys = self._y_scale
-        mean = ys * m
+        mean = ys * m[:, 0]
         if not return_std:
             return mean
-        return mean, np.sqrt(self.noise_variance_ + ys**2 * v)
+        return mean, np.sqrt(self.noise_variance_ + ys**2 * v[:, 0])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1121,6 +993,14 @@ class RVMClassifier(ClassifierMixin, _RVMBase):
         self.irls_tol = irls_tol
         self.irls_max_iter = irls_max_iter
 
+    #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
+    _parameter_constraints: dict = {
+        **_RVMBase._path_constraints,
+        "init": [StrOptions({"single", "relevant"}), Interval(Integral, 1, None, closed="left")],
+        "irls_tol": [Interval(Real, 0, None, closed="neither")],
+        "irls_max_iter": [Interval(Integral, 1, None, closed="left")],
+    }
+
     def fit(self, X, y):
         """Fit the Laplace RVM classifier.
 
@@ -1135,7 +1015,7 @@ class RVMClassifier(ClassifierMixin, _RVMBase):
         -------
         self : RVMClassifier
         """
-        self._check_common()
+        self._validate_params()
         _require_y(self, y)
         X = self._validate_x(X, reset=True)
         y = np.asarray(y)
@@ -1154,24 +1034,25 @@ class RVMClassifier(ClassifierMixin, _RVMBase):
             raise LabelError(msg)
         self.classes_ = classes
         basis = make_basis(self.kernel, self.gamma, self.degree, self.coef0)
-        Phi_s, scale, allowed = self._design(X, basis)
+        Phi_s, scale, allowed = self._prepare_design(X, basis)
         y01 = y_idx.astype(np.float64)
         problem = _LaplaceProblem(Phi_s, allowed, y01, irls_tol=self.irls_tol,
                                   irls_max_iter=self.irls_max_iter)
         with threadpool_limits(limits=1, user_api="blas"):
-            path = self._run_path(problem, self.init)
+            path = self._run_path(problem, init=self.init, max_init=self.max_init,
+                                  problem_label=classes[1])
             ev = np.array([s.stats["log_evidence"] for s in path.steps])
             k = int(np.argmax(ev))
             step = path.steps[k]
             lap = problem.mode(step.active, step.alpha, step.state)
         if problem.n_irls_unconverged:
             logger.info("IRLS hit irls_max_iter at %d path steps", problem.n_irls_unconverged)
-        self._active, self._scale, self._post = step.active, scale, lap["post"]
-        self._set_weights(step.active, lap["w"], lap["post"].var(), step.alpha, scale)
+        self._chosen = [_Chosen(step.active, scale, lap["post"])]
+        self._set_weights([self._input_units(step.active, lap["w"], lap["post"].var(), step.alpha,
+                                             scale)], [k])
         self.log_marginal_likelihood_ = lap["log_evidence"]
-        self.chosen_step_ = k
-        self.path_ = _path_frame(path.steps, self._names_basis, self._icol,
-                                 {"irls_iter": lambda s: s.stats["irls_iter"]})
+        self.path_ = self._path_frame(path.steps, {"irls_iter": lambda s: s.stats["irls_iter"]},
+                                      problem_label=classes[1])
         self.n_iter_ = len(path.steps) - 1
         return self
 
@@ -1182,10 +1063,10 @@ class RVMClassifier(ClassifierMixin, _RVMBase):
         -------
         ndarray of shape (n_samples,)
         """
-        return self._latent(X)[0]
+        return self._latent(X)[0][:, 0]
 
     def _moderated(self, X):
-        m, v = self._latent(X)
+        m, v = (a[:, 0] for a in self._latent(X))
         return m / np.sqrt(1.0 + np.pi * v / 8.0)  # MacKay (1992): E[sigmoid(f)] ~ sigmoid(kappa m)
 
     def predict_proba(self, X):

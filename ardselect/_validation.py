@@ -15,7 +15,6 @@ from .exceptions import DataError, LabelError
 __all__ = [
     "check_binary_labels",
     "check_design",
-    "check_path_params",
     "check_unique_names",
     "constant_columns",
 ]
@@ -124,24 +123,6 @@ def check_binary_labels(y, n_samples: int):
         msg = f"y has one class only ({only!r}); a classifier needs at least two classes."
         raise LabelError(msg)
     return classes, y_index.astype(np.intp)
-
-
-def check_path_params(init, init_names, max_steps):
-    """Check the sequential path's ``init`` and ``max_steps``.
-
-    ``init`` is one of ``init_names`` or a positive int (an array is not accepted from users);
-    ``max_steps`` a non-negative int.
-    """
-    if not ((isinstance(init, str) and init in init_names) or (
-            isinstance(init, (int, np.integer)) and not isinstance(init, bool) and init >= 1)):
-        msg = (
-            f"init must be {', '.join(repr(n) for n in init_names)} or a positive "
-                         f"int; got {init!r}."
-        )
-        raise ValueError(msg)
-    if not (isinstance(max_steps, (int, np.integer)) and max_steps >= 0):
-        msg = f"max_steps must be a non-negative int; got {max_steps!r}."
-        raise ValueError(msg)
 
 
 def check_unique_names(names, what: str = "gene") -> None:

@@ -48,7 +48,7 @@ def test_fitted_attributes_and_path():
     X, y = two_gene_data()
     clf = ARDClassifier().fit(X, y)
     p = clf.path_
-    assert list(p.columns[:8]) == ["class", "step", "action", "feature", "n_features",
+    assert list(p.columns[:8]) == ["class", "step", "action", "feature", "n_basis",
                                    "log_evidence", "loo_error", "loo_prob_error"]
     assert p["step"].tolist() == list(range(len(p)))
     assert p["action"].iloc[0] == "init"
@@ -67,7 +67,7 @@ def test_fitted_attributes_and_path():
     assert np.sign(clf.coef_[0, 7]) == -1
     # chosen step is the criterion's pick on the recorded path (first minimum of the LOO error)
     loo = p["loo_error"].to_numpy()
-    assert clf.chosen_step_ == int(np.flatnonzero(loo == loo.min())[0])
+    assert clf.chosen_step_.tolist() == [int(np.flatnonzero(loo == loo.min())[0])]
     assert clf.transform(X).shape == (60, sel.sum())
 
 
@@ -202,7 +202,11 @@ def test_multiclass_one_vs_rest():
     clf = ARDClassifier().fit(X, y)
     assert clf.coef_.shape == (3, 20)
     assert clf.intercept_.shape == (3,)
-    assert set(clf.chosen_step_) == {"a", "b", "c"}
+    assert clf.chosen_step_.shape == (3,)  # one step per class-vs-rest problem
+    for k, c in enumerate("abc"):
+        rows = clf.path_[clf.path_["class"] == c]
+        loo = rows["loo_error"].to_numpy()
+        assert clf.chosen_step_[k] == int(np.flatnonzero(loo == loo.min())[0])
     P = clf.predict_proba(X)
     np.testing.assert_allclose(P.sum(axis=1), 1)
     assert (clf.predict(X) == y).mean() > 0.9
@@ -315,10 +319,10 @@ def test_auto_starting_model_has_at_most_one_gene_per_sample():
     X = rng.normal(size=(30, 400))
     y = (X[:, :40].sum(axis=1) > 0).astype(int)  # many individually relevant genes
     auto = ARDClassifier().fit(X, y)
-    start = auto.path_.loc[auto.path_["step"] == 0, "n_features"].item()
+    start = auto.path_.loc[auto.path_["step"] == 0, "n_basis"].item()
     assert 10 < start <= 30
     wide = ARDClassifier(max_init=100).fit(X, y)
-    assert wide.path_.loc[wide.path_["step"] == 0, "n_features"].item() > 30
+    assert wide.path_.loc[wide.path_["step"] == 0, "n_basis"].item() > 30
 
 
 @pytest.mark.parametrize("bad", [0, -3, 2.5, "all"])

@@ -58,18 +58,20 @@ def classification_data(rng, n=80):
 
 def active_design(model, X):
     """Raw basis columns of the fitted model (features or RBF kernel, then the bias), precisions."""
-    if hasattr(model, "support_"):
+    if not hasattr(model, "relevance_vectors_"):  # the feature basis
         cols = np.flatnonzero(model.support_)
         Phi = X[:, cols]
     else:
         cols = model.relevance_vectors_
         Phi = rbf_kernel(X, model.basis_.centres_[cols], gamma=model.basis_.gamma_)
-    alpha = model.alpha_[cols]
-    coef = model.coef_[cols]
-    if np.isfinite(model.intercept_alpha_):
+    # A classifier's arrays have one row per binary problem (one here); a regressor's are 1-D.
+    alpha = np.atleast_2d(model.alpha_)[0, cols]
+    coef = np.atleast_2d(model.coef_)[0, cols]
+    intercept_alpha = np.ravel(model.intercept_alpha_)[0]
+    if np.isfinite(intercept_alpha):
         Phi = np.hstack([Phi, np.ones((X.shape[0], 1))])
-        alpha = np.append(alpha, model.intercept_alpha_)
-        coef = np.append(coef, model.intercept_)
+        alpha = np.append(alpha, intercept_alpha)
+        coef = np.append(coef, np.ravel(model.intercept_)[0])
     return Phi, alpha, coef
 
 
@@ -443,10 +445,11 @@ def test_laplace_mode_and_evidence(seed, kernel):
     scale = np.abs(Phi.T @ (y - expit(Phi @ w))).max() + np.abs(alpha * w).max()
     assert np.abs(grad).max() < 1e-8 * scale
     assert clf.log_marginal_likelihood_ == pytest.approx(log_ev, abs=1e-7)
-    assert clf.path_["log_evidence"].iloc[clf.chosen_step_] == pytest.approx(log_ev, abs=1e-6)
+    assert clf.path_["log_evidence"].iloc[clf.chosen_step_[0]] == pytest.approx(log_ev, abs=1e-6)
     sd = np.sqrt(np.diag(cov))
     cols = clf.support_ if kernel == "features" else clf.relevance_vectors_
-    np.testing.assert_allclose(clf.coef_sd_[cols], sd[: np.size(clf.coef_[cols])], rtol=1e-6)
+    np.testing.assert_allclose(clf.coef_sd_[0, cols], sd[: np.size(clf.coef_[0, cols])],
+                               rtol=1e-6)
     # an independent optimiser finds the same mode
     ys = 2.0 * y - 1.0
     res = minimize(lambda v: -(np.sum(log_expit(ys * (Phi @ v))) - 0.5 * np.sum(alpha * v * v)),
@@ -454,7 +457,7 @@ def test_laplace_mode_and_evidence(seed, kernel):
                    method="BFGS", options={"gtol": 1e-10})
     np.testing.assert_allclose(res.x, w, rtol=1e-5, atol=1e-6 * np.abs(w).max())
     # the chosen step is the evidence maximum of the path
-    assert clf.chosen_step_ == int(np.argmax(clf.path_["log_evidence"]))
+    assert clf.chosen_step_.tolist() == [int(np.argmax(clf.path_["log_evidence"]))]
 
 
 def test_laplace_against_quadrature_of_the_exact_posterior(seed):
@@ -606,12 +609,13 @@ def test_attributes(seed):
     X, y = sinc_data(rng, n=40)
     reg = RVMRegressor(gamma=1 / 9).fit(X, y)
     assert reg.coef_.shape == reg.coef_sd_.shape == reg.alpha_.shape == (40,)
-    assert not hasattr(reg, "support_")
+    assert reg.support_.all()  # the kernel uses every input feature
+    assert reg.get_support().shape == (1,)
     assert not hasattr(reg, "eta_")
     assert np.all(np.isfinite(reg.alpha_[reg.relevance_vectors_]))
     assert np.all(reg.coef_[np.isinf(reg.alpha_)] == 0)
-    assert reg.noise_precision_ == pytest.approx(1 / reg.noise_variance_)
     assert reg.n_iter_ == len(reg.path_) - 1
+    assert reg.chosen_step_ == reg.path_["step"].iloc[-1]  # the fitted model ends the path
     lin = RVMRegressor(kernel="features").fit(np.hstack([X, rng.normal(size=(40, 2))]), y)
     assert lin.support_.shape == (3,)
     assert not hasattr(lin, "relevance_vectors_")
@@ -642,17 +646,22 @@ def test_bad_inputs():
         RVMClassifier().fit(X, np.zeros(30))
     with pytest.raises(ValueError, match="optimize_eta=True needs kernel='rbf'"):
         RVMRegressor(kernel="poly", optimize_eta=True).fit(X, y.astype(float))
-    with pytest.raises(ValueError, match="noise_variance must be positive"):
+    with pytest.raises(ValueError, match=r"'noise_variance' parameter of RVMRegressor must be "
+                       r"a float in the range \(0.0, inf\) or None. Got -1.0"):
         RVMRegressor(noise_variance=-1.0).fit(X, y.astype(float))
-    with pytest.raises(ValueError, match="init must be 'single', 'relevant' or a positive int"):
+    with pytest.raises(ValueError, match=r"'init' parameter of RVMClassifier must be a str among "
+                       r"\{.*'relevant'.*\} or an int in the range \[1, inf\). Got 'all'"):
         RVMClassifier(init="all").fit(X, y)
-    with pytest.raises(ValueError, match="init must be 'auto', 'single', 'relevant' or a posi"):
+    with pytest.raises(ValueError, match="'init' parameter of RVMRegressor must be .* Got array"):
         RVMRegressor(init=np.arange(3)).fit(X, y.astype(float))
-    with pytest.raises(ValueError, match="max_init must be a positive int or None; got 0"):
+    with pytest.raises(ValueError, match=r"'max_init' parameter of RVMRegressor must be an int in "
+                       r"the range \[1, inf\) or None. Got 0"):
         RVMRegressor(max_init=0).fit(X, y.astype(float))
-    with pytest.raises(ValueError, match="eta_init must be 'gp' or 'uniform'; got 'pca'"):
+    with pytest.raises(ValueError, match="'eta_init' parameter of RVMRegressor must be a str "
+                       "among .*'gp'.* Got 'pca'"):
         RVMRegressor(optimize_eta=True, eta_init="pca").fit(X, y.astype(float))
-    with pytest.raises(ValueError, match="unknown kernel 'cubic'"):
+    with pytest.raises(ValueError, match="'kernel' parameter of RVMClassifier must be a str among "
+                       ".* or a callable. Got 'cubic'"):
         RVMClassifier(kernel="cubic").fit(X, y)
     clf = RVMClassifier(gamma=0.5).fit(X, y)
     with pytest.raises(DataError, match="3 features"):

@@ -51,7 +51,9 @@ def record(clf):
     p = clf.path_
     return dict(action=[str(a) for a in p["action"]], feature=[str(f) for f in p["feature"]],
                 log_evidence=[float(v) for v in p["log_evidence"]],
-                chosen_loo=int(clf.choose_step("loo")), chosen_evidence=int(clf.choose_step("evidence")))
+                # one binary problem: the steps are arrays of one entry
+                chosen_loo=int(clf.choose_step("loo")[0]),
+                chosen_evidence=int(clf.choose_step("evidence")[0]))
 
 
 def fit(X, y, alpha_min):

@@ -1,0 +1,285 @@
+"""What every estimator fitted along the sequential ARD path shares: :class:`_ARDPathEstimator`.
+
+:class:`~ardselect.ARDClassifier`, :class:`~ardselect.RVMClassifier` and
+:class:`~ardselect.RVMRegressor` differ only in their likelihood (an adapter that the engine,
+:class:`ardselect._sequential.SequentialPath`, drives). Around that engine the steps are the same,
+and live here once:
+
+1. design: the basis (input features or a kernel centred on each training point), the intercept
+   column (always last: index ``-1`` in :class:`ardselect.model.Posterior`), constant features
+   left out, columns scaled to unit root mean square (``_prepare_design``);
+2. path: the engine run, with one ``ConvergenceWarning`` when it stops at ``max_steps``
+   (``_run_path``);
+3. weights: posterior summaries of the chosen model back in the units of the input (and of ``y``
+   for regression), the intercept apart from ``coef_`` (``_set_weights``);
+4. ``path_``: one row per step and problem (``_path_frame``);
+5. prediction: the latent moments of new samples under the chosen models (``_latent``).
+
+The fitted-attribute contract of the whole family (README, "Fitted attributes") is checked by
+``tests/test_contract.py``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from numbers import Integral, Real
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, is_regressor
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.feature_selection import SelectorMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._basis import KERNELS, LinearBasis, design_matrix, unit_rms
+from ._sequential import SequentialPath
+from ._validation import check_design, constant_columns
+from .exceptions import DataError
+
+__all__ = ["INTERCEPT", "ConstantFeatureWarning", "basis_constraints"]
+
+#: Name of the intercept column in ``path_["feature"]``.
+INTERCEPT = "(intercept)"
+
+
+class ConstantFeatureWarning(UserWarning):
+    """Constant features were left out of the model (``constant_features="warn"``)."""
+
+
+def basis_constraints(kernels=KERNELS) -> dict:
+    """Parameter constraints of the basis arguments every estimator of the family takes."""
+    return {
+        "kernel": [StrOptions(set(kernels)), callable],
+        "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale", "auto"})],
+        "degree": [Interval(Integral, 1, None, closed="left")],
+        "coef0": [Interval(Real, None, None, closed="neither")],
+        "fit_intercept": ["boolean"],
+    }
+
+
+def label(value) -> str:
+    """A class label for messages: numpy scalars shown as plain Python values."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+@dataclass
+class _Chosen:
+    """The model kept for one problem: its active columns, their scales and the posterior.
+
+    ``post`` is a :class:`ardselect._ep.LatentPosterior` over the unit-RMS columns ``active``.
+    """
+
+    active: np.ndarray
+    scale: np.ndarray
+    post: object
+
+
+class _ARDPathEstimator(SelectorMixin, BaseEstimator):
+    """Design -> path -> weights -> ``path_`` for the estimators on the sequential ARD engine.
+
+    Subclasses set ``_parameter_constraints`` (extending :data:`_path_constraints`), build the
+    likelihood adapter, and call, in ``fit``: :meth:`_validate_x`, :meth:`_prepare_design`,
+    :meth:`_run_path` per problem, :meth:`_set_weights` and :meth:`_path_frame`. They keep one
+    :class:`_Chosen` per problem in ``self._chosen`` for :meth:`_latent`.
+    """
+
+    #: Constraints of the path parameters; each estimator adds its own and its ``init`` choices.
+    _path_constraints: dict = {
+        **basis_constraints(),
+        "max_init": [Interval(Integral, 1, None, closed="left"), None],
+        "max_steps": [Interval(Integral, 0, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "alpha_min": [Interval(Real, 0, None, closed="left")],
+        "patience": [Interval(Integral, 0, None, closed="left")],
+    }
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    # ------------------------------------------------------------------ input
+    def _validate_x(self, X, *, reset):
+        """``X`` as float64 (CSC if sparse), with the family's errors; sets ``n_features_in_``."""
+        try:
+            X = validate_data(self, X, accept_sparse=["csc", "csr"], dtype=np.float64,
+                              ensure_all_finite=False, reset=reset)
+        except ValueError as exc:
+            raise DataError(str(exc)) from None
+        return check_design(X, estimator_name=type(self).__name__)
+
+    def _feature_names(self):
+        if hasattr(self, "feature_names_in_"):
+            return np.asarray(self.feature_names_in_, dtype=object)
+        return np.array([f"x{i}" for i in range(self.n_features_in_)], dtype=object)
+
+    # ------------------------------------------------------------------ 1. design
+    def _basis_matrix(self, X):
+        return design_matrix(self.basis_, X, fit_intercept=self.fit_intercept)
+
+    def _prepare_design(self, X, basis, *, constant_features="ignore"):
+        """Fit ``basis`` and return the training design at unit RMS, its scales and what may enter.
+
+        Sets ``basis_`` and the private layout: ``_is_features`` (the basis is the input
+        features), ``_n_basis`` (basis functions, the intercept excluded), ``_icol`` (column of
+        the intercept, the last one, or -1 without it) and ``_basis_names``. With the feature
+        basis, constant features are kept out of the model: silently, with a
+        :class:`ConstantFeatureWarning` (``"warn"``) or not at all (``"raise"``, a
+        :class:`~ardselect.DataError`).
+
+        Returns
+        -------
+        Phi_s : {ndarray, sparse matrix} of shape (n_samples, n_basis + fit_intercept)
+        scale : ndarray of shape (n_basis + fit_intercept,)
+            Root mean square of each column (``Phi_s = Phi / scale``).
+        allowed : ndarray of bool of the same shape
+        """
+        self.basis_ = basis.fit(X)
+        is_features = isinstance(basis, LinearBasis)
+        n_basis = X.shape[1] if is_features else X.shape[0]
+        allowed = np.ones(n_basis + int(self.fit_intercept), dtype=bool)
+        if is_features:
+            names = self._feature_names()
+            const = constant_columns(X)
+            if const.any():
+                shown = ", ".join(repr(str(n)) for n in names[const][:5])
+                if constant_features == "raise":
+                    msg = (f"X has {int(const.sum())} constant feature(s) (e.g. {shown}); drop "
+                           "them or pass constant_features='warn' or 'ignore'.")
+                    raise DataError(msg)
+                if constant_features == "warn":
+                    warnings.warn(
+                        f"{int(const.sum())} of {X.shape[1]} features are constant (e.g. {shown}) "
+                        "and are left out of the model.", ConstantFeatureWarning, stacklevel=3)
+            allowed[:n_basis] = ~const
+        else:
+            names = basis.function_names(np.arange(X.shape[0]))
+        Phi_s, scale, nonzero = unit_rms(self._basis_matrix(X))
+        allowed &= nonzero
+        self._is_features = is_features
+        self._n_basis = n_basis
+        self._icol = n_basis if self.fit_intercept else -1
+        self._basis_names = np.concatenate([names, [INTERCEPT]]) if self.fit_intercept else names
+        return Phi_s, scale, allowed
+
+    # ------------------------------------------------------------------ 2. path
+    def _run_path(self, problem, *, init, max_init, tol=None, problem_label=None):
+        """Run the engine on ``problem``; warn once if it stopped at ``max_steps``."""
+        path = SequentialPath(problem, init=init, max_steps=self.max_steps,
+                              tol=self.tol if tol is None else tol, max_init=max_init,
+                              alpha_min=self.alpha_min, patience=self.patience,
+                              progress_label=None if problem_label is None else str(problem_label),
+                              ).run()
+        if not path.converged:
+            which = "" if problem_label is None else f" for class {label(problem_label)}"
+            warnings.warn(
+                f"The {type(self).__name__} path{which} stopped at max_steps={self.max_steps} "
+                "before converging; raise max_steps (the chosen model is still valid).",
+                ConvergenceWarning, stacklevel=3,
+            )
+        return path
+
+    # ------------------------------------------------------------------ 3. weights
+    def _input_units(self, active, mean, var, alpha_s, scale, factor=1.0):
+        """Posterior summaries of one problem's model in the units of the input (and of ``y``).
+
+        ``mean``, ``var`` and ``alpha_s`` are over the unit-RMS columns ``active``; ``factor``
+        is the scale of the targets (regression). Returns ``coef``, ``sd``, ``alpha`` of shape
+        ``(n_basis,)`` (0, 0, ``inf`` outside the model) and the intercept's three scalars
+        (0, 0, ``inf`` when it is out of the model or not fitted).
+        """
+        c = scale[active]
+        feat = active != self._icol
+        coef = np.zeros(self._n_basis)
+        sd = np.zeros(self._n_basis)
+        alpha = np.full(self._n_basis, np.inf)
+        cols = active[feat]
+        coef[cols] = factor * mean[feat] / c[feat]
+        sd[cols] = factor * np.sqrt(var[feat]) / c[feat]
+        alpha[cols] = alpha_s[feat] * c[feat] ** 2 / factor**2
+        intercept = (0.0, 0.0, np.inf)
+        if (~feat).any():
+            ci = c[~feat][0]
+            intercept = (float(factor * mean[~feat][0] / ci),
+                         float(factor * np.sqrt(var[~feat][0]) / ci),
+                         float(alpha_s[~feat][0] * ci**2 / factor**2))
+        return coef, sd, alpha, intercept
+
+    def _set_weights(self, rows, chosen_steps):
+        """Set the weight attributes from one :meth:`_input_units` result per problem.
+
+        Classifiers get ``(n_problems, n_basis)`` arrays and ``(n_problems,)`` intercepts and
+        chosen steps; a regressor (one problem) gets ``(n_basis,)`` arrays and scalars. Also
+        sets ``support_`` (the features in any problem's model; all of them for a kernel basis)
+        and, for a kernel basis, ``relevance_vectors_``.
+        """
+        coef = np.array([r[0] for r in rows])
+        sd = np.array([r[1] for r in rows])
+        alpha = np.array([r[2] for r in rows])
+        icpt = np.array([r[3] for r in rows], dtype=np.float64).reshape(len(rows), 3)
+        steps = np.asarray(chosen_steps, dtype=np.intp)
+        if is_regressor(self):
+            self.coef_, self.coef_sd_, self.alpha_ = coef[0], sd[0], alpha[0]
+            self.intercept_, self.intercept_sd_, self.intercept_alpha_ = map(float, icpt[0])
+            self.chosen_step_ = int(steps[0])
+        else:
+            self.coef_, self.coef_sd_, self.alpha_ = coef, sd, alpha
+            self.intercept_, self.intercept_sd_, self.intercept_alpha_ = icpt.T.copy()
+            self.chosen_step_ = steps
+        in_model = np.isfinite(alpha).any(axis=0)
+        if hasattr(self, "relevance_vectors_"):
+            del self.relevance_vectors_  # a refit with the feature basis must not keep it
+        if self._is_features:
+            self.support_ = in_model
+        else:
+            self.support_ = np.ones(self.n_features_in_, dtype=bool)
+            self.relevance_vectors_ = np.flatnonzero(in_model)
+
+    # ------------------------------------------------------------------ 4. path_
+    def _path_frame(self, steps, extra=None, *, problem_label=None, round_=None):
+        """One row per path step: the family's columns, then the model's own (``extra``).
+
+        ``class`` (classifiers: the positive class of the binary problem), ``step``, ``action``,
+        ``feature`` (the basis function acted on, empty if none), ``n_basis`` (functions in the
+        model, the intercept excluded), ``log_evidence``, then ``extra`` (name -> function of a
+        step). ``round_`` adds a first column ``round`` (eta-RVR).
+        """
+        rows = []
+        for s in steps:
+            row = {} if problem_label is None else {"class": problem_label}
+            row.update({
+                "step": s.step,
+                "action": s.action,
+                "feature": "" if s.feature < 0 else str(self._basis_names[s.feature]),
+                "n_basis": int(np.sum(s.active != self._icol)),
+                "log_evidence": s.stats["log_evidence"],
+            })
+            for name, fn in (extra or {}).items():
+                row[name] = fn(s)
+            rows.append(row)
+        frame = pd.DataFrame(rows)
+        if round_ is not None:
+            frame.insert(0, "round", round_)
+        return frame
+
+    # ------------------------------------------------------------------ 5. prediction
+    def _latent(self, X):
+        """Posterior mean and variance of each problem's latent at ``X``: two ``(n, k)`` arrays."""
+        check_is_fitted(self)
+        X = self._validate_x(X, reset=False)
+        Phi = self._basis_matrix(X)
+        means, variances = [], []
+        for ch in self._chosen:
+            A = Phi[:, ch.active]
+            A = A.toarray() if sp.issparse(A) else A
+            m, v = ch.post.latent(A / ch.scale[ch.active])
+            means.append(m)
+            variances.append(v)
+        return np.array(means).T, np.array(variances).T
+
+    def _get_support_mask(self):
+        check_is_fitted(self)
+        return self.support_
