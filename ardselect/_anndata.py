@@ -192,7 +192,7 @@ def _rank_core(
     classes, codes, positive = _encode_labels(labels, positive)
 
     pre = Preprocessor(
-        log, pseudocount=pseudocount, floor=floor, cap=cap, standardize=standardize
+        log=log, pseudocount=pseudocount, floor=floor, cap=cap, standardize=standardize
     ).fit(X, feature_names=gene_names)
     Z = pre.transform(X)
     kept = np.flatnonzero(pre.keep_)

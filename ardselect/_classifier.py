@@ -193,21 +193,25 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-    coef_ : ndarray of shape (1, n_basis) or (n_classes, n_basis)
-        Posterior mean of the weights, 0 outside the model. ``n_basis`` is ``n_features_in_`` for the
-        default basis and the number of training samples for a kernel basis.
-    coef_sd_ : ndarray of the shape of ``coef_``
+    coef_ : ndarray of shape (n_problems, n_basis)
+        Posterior mean of the weights, 0 outside the model. One row per binary problem: one for
+        two classes (``classes_[1]`` against ``classes_[0]``), one per class (against the rest)
+        otherwise. ``n_basis`` is ``n_features_in_`` for the default basis and the number of
+        training samples for a kernel basis. Never holds the intercept.
+    coef_sd_ : ndarray of shape (n_problems, n_basis)
         Posterior standard deviation of the weights, 0 outside the model.
-    alpha_ : ndarray of the shape of ``coef_``
+    alpha_ : ndarray of shape (n_problems, n_basis)
         ARD precisions in the units of the input, ``inf`` outside the model.
-    intercept_ : ndarray of shape (1,) or (n_classes,)
-        Posterior mean of the intercept (0 if it was pruned or ``fit_intercept=False``).
+    intercept_, intercept_sd_, intercept_alpha_ : ndarray of shape (n_problems,)
+        Posterior mean, standard deviation and ARD precision of the intercept (0, 0 and ``inf``
+        if it was pruned or ``fit_intercept=False``).
     path_ : pandas.DataFrame
-        One row per step and binary problem: ``class``, ``step``, ``action`` ("init", "add", "delete",
-        "reestimate"), ``feature``, ``n_features``, ``log_evidence``, ``loo_error``,
+        One row per step and binary problem: ``class`` (the problem's positive class), ``step``,
+        ``action`` ("init", "add", "delete", "reestimate"), ``feature``, ``n_basis`` (basis
+        functions in the model, the intercept excluded), ``log_evidence``, ``loo_error``,
         ``loo_prob_error``, ``ep_sweeps``.
-    chosen_step_ : int or dict
-        Step chosen by ``criterion`` (a dict class -> step with more than two classes).
+    chosen_step_ : ndarray of int of shape (n_problems,)
+        Path step chosen by ``criterion`` for each binary problem (the rows of ``coef_``).
     support_ : ndarray of bool, shape (n_features_in_,)
         Features in the chosen model (of any class).
     posteriors_ : list of Posterior

@@ -37,6 +37,7 @@ from __future__ import annotations
 import logging
 import numbers
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.linalg
@@ -52,10 +53,12 @@ from scipy.special import (
 )
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from ._basis import make_basis
+from ._base import basis_constraints
+from ._basis import design_matrix, make_basis
 from ._mcmc import effective_sample_size, split_rhat
 from ._validation import check_binary_labels, check_design
 from .exceptions import DataError, LabelError
@@ -398,9 +401,10 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
     coef0 : float, default=1.0
         Constant of the "poly" kernel.
     fit_intercept : bool, default=True
-        Prepend a column of ones to the basis (the paper's ``Phi[:, 0]``); its weight, with its own
-        ``alpha``, is column 0 of every weight array.
-    n_samples : int, default=1000
+        Add a column of ones to the basis (the paper's ``Phi[:, 0]``; here the last column, as in
+        every estimator of the family), with its own ``alpha``. Its weight is ``intercept_``,
+        never part of ``coef_``.
+    n_draws : int, default=1000
         Draws kept per chain (after burn-in and thinning).
     n_burnin : int, default=1000
         Sweeps discarded at the start of each chain.
@@ -437,9 +441,10 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
     sample_alpha : bool, default=True
         Sample the precisions. ``False`` fixes them at ``alpha_init`` (a conditionally conjugate
         probit regression with a fixed Gaussian prior; ``np.inf`` entries exclude columns).
-    alpha_init : float or array-like of shape (n_basis,), default=1.0
+    alpha_init : float or array-like of shape (n_weights,), default=1.0
         Starting precisions (clipped into ``[alpha_lower, alpha_max]``), or the fixed ones when
-        ``sample_alpha=False``.
+        ``sample_alpha=False``. An array has one entry per basis function, then the intercept's
+        last (``n_weights = n_basis + fit_intercept``).
     random_state : int, numpy.random.Generator, SeedSequence, RandomState or None, default=None
         Seed. Each chain gets an independent child stream via ``numpy.random.SeedSequence.spawn``;
         the same integer seed gives the same draws.
@@ -452,25 +457,35 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
         Number of input features.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Input feature names, when ``X`` had string column names.
-    n_basis_ : int
-        Number of weights: basis functions plus the bias column if ``fit_intercept``.
-    coef_samples_ : ndarray of shape (n_chains, n_samples, n_basis_)
-        Kept weight draws; column 0 is the bias when ``fit_intercept=True``.
-    alpha_samples_ : ndarray of shape (n_chains, n_samples, n_basis_)
-        Kept precision draws.
-    noise_var_samples_ : ndarray of shape (n_chains, n_samples)
+    coef_samples_ : ndarray of shape (n_chains, n_draws, n_basis)
+        Kept draws of the weights of the basis functions (``n_basis``: the input features for
+        ``kernel="features"``, the training points for a kernel).
+    intercept_samples_ : ndarray of shape (n_chains, n_draws)
+        Kept draws of the intercept (zeros without ``fit_intercept``).
+    alpha_samples_ : ndarray of shape (n_chains, n_draws, n_basis)
+        Kept precision draws of the basis weights.
+    intercept_alpha_samples_ : ndarray of shape (n_chains, n_draws)
+        Kept precision draws of the intercept (``inf`` without ``fit_intercept``).
+    noise_variance_samples_ : ndarray of shape (n_chains, n_draws)
         Kept ``sigma^2`` draws (all 1 unless ``sample_noise``).
-    coef_ : ndarray of shape (n_basis_,)
-        Posterior mean of the weights.
-    coef_sd_ : ndarray of shape (n_basis_,)
+    coef_ : ndarray of shape (1, n_basis)
+        Posterior mean of the weights (one binary problem: one row, as every classifier of the
+        family).
+    coef_sd_ : ndarray of shape (1, n_basis)
         Posterior standard deviation of the weights.
-    intercept_ : float
-        Posterior mean of the bias weight (0.0 without intercept).
-    rhat_ : ndarray of shape (n_basis_,)
+    alpha_ : ndarray of shape (1, n_basis)
+        Posterior mean of their precisions.
+    intercept_, intercept_sd_, intercept_alpha_ : ndarray of shape (1,)
+        The same for the intercept (0, 0 and ``inf`` without ``fit_intercept``).
+    rhat_ : ndarray of shape (1, n_basis)
         Rank-normalised split-R-hat of each weight (Vehtari et al. 2021); NaN if it cannot be
         computed (fewer than 4 kept draws, or a weight fixed at 0).
-    ess_ : ndarray of shape (n_basis_,)
+    intercept_rhat_ : ndarray of shape (1,)
+        The same for the intercept (NaN without ``fit_intercept``).
+    ess_ : ndarray of shape (1, n_basis)
         Bulk effective sample size of each weight, over all chains.
+    intercept_ess_ : ndarray of shape (1,)
+        The same for the intercept.
     n_iter_ : int
         Sweeps run per chain (burn-in included).
 
@@ -536,26 +551,26 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(40, 2))
     >>> y = (X[:, 0] - X[:, 1] + 0.5 * rng.normal(size=40) > 0).astype(int)
-    >>> clf = GibbsRVMClassifier(kernel="features", n_samples=600, n_burnin=200, n_chains=2,
+    >>> clf = GibbsRVMClassifier(kernel="features", n_draws=2000, n_burnin=500, n_chains=2,
     ...                          random_state=0).fit(X, y)
-    >>> clf.coef_samples_.shape  # (n_chains, n_samples, bias + 2 features)
-    (2, 600, 3)
+    >>> clf.coef_samples_.shape  # (n_chains, n_draws, 2 features); the intercept apart
+    (2, 2000, 2)
     >>> bool(clf.rhat_.max() < 1.05 and clf.score(X, y) > 0.8)
     True
     >>> lower, upper = clf.credible_interval(0.95)
-    >>> bool(lower[1] > 0 and upper[2] < 0)
+    >>> bool(lower[0, 0] > 0 and upper[0, 1] < 0)  # x0 raises, x1 lowers the odds of class 1
     True
     """
 
     def __init__(
         self,
-        kernel="linear",
         *,
+        kernel="linear",
         gamma="scale",
         degree=3,
         coef0=1.0,
         fit_intercept=True,
-        n_samples=1000,
+        n_draws=1000,
         n_burnin=1000,
         thin=1,
         n_chains=4,
@@ -573,7 +588,7 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
         self.degree = degree
         self.coef0 = coef0
         self.fit_intercept = fit_intercept
-        self.n_samples = n_samples
+        self.n_draws = n_draws
         self.n_burnin = n_burnin
         self.thin = thin
         self.n_chains = n_chains
@@ -592,32 +607,28 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
+    #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
+    _parameter_constraints: dict = {
+        **basis_constraints(),
+        "n_draws": [Interval(Integral, 1, None, closed="left")],
+        "n_burnin": [Interval(Integral, 0, None, closed="left")],
+        "thin": [Interval(Integral, 1, None, closed="left")],
+        "n_chains": [Interval(Integral, 1, None, closed="left")],
+        "alpha_shape": [Interval(Real, 0, None, closed="neither")],
+        "alpha_rate": [Interval(Real, 0, None, closed="left")],
+        "alpha_lower": [Interval(Real, 0, None, closed="left"), None],
+        "alpha_max": [Interval(Real, 0, np.inf, closed="right"), None],
+        "sample_noise": ["boolean"],
+        "sample_alpha": ["boolean"],
+        "alpha_init": [Interval(Real, 0, np.inf, closed="right"), "array-like"],
+        "random_state": ["random_state", np.random.Generator, np.random.SeedSequence],
+    }
+
     # -- parameter checks ----------------------------------------------------------------------
     def _check_params(self):
-        def _int(name, minimum):
-            v = getattr(self, name)
-            if (
-                not isinstance(v, (numbers.Integral, np.integer))
-                or isinstance(v, bool)
-                or v < minimum
-            ):
-                msg = f"{name} must be an integer >= {minimum}; got {v!r}."
-                raise ValueError(msg)
-
-        _int("n_samples", 1)
-        _int("n_burnin", 0)
-        _int("thin", 1)
-        _int("n_chains", 1)
-        if not (np.isfinite(self.alpha_shape) and self.alpha_shape > 0):
-            msg = f"alpha_shape must be a positive float; got {self.alpha_shape!r}."
-            raise ValueError(msg)
-        if not (np.isfinite(self.alpha_rate) and self.alpha_rate >= 0):
-            msg = f"alpha_rate must be a float >= 0; got {self.alpha_rate!r}."
-            raise ValueError(msg)
+        """Validate the parameters; return the support ``(lo, hi)`` of the precisions."""
+        self._validate_params()
         lo = 0.0 if self.alpha_lower is None else float(self.alpha_lower)
-        if not (np.isfinite(lo) and lo >= 0):
-            msg = f"alpha_lower must be None or a finite float >= 0; got {self.alpha_lower!r}."
-            raise ValueError(msg)
         hi = _ALPHA_MAX_DEFAULT if self.alpha_max is None else float(self.alpha_max)
         if not hi > lo:
             msg = (
@@ -641,7 +652,7 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
         if a0.shape != (M,):
             msg = (
                 f"alpha_init must be a float or an array of shape ({M},) "
-                "(one per weight, bias first); "
+                "(one per basis function, then the intercept); "
                 f"got shape {a0.shape}."
             )
             raise ValueError(msg)
@@ -660,10 +671,9 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
 
     # -- design --------------------------------------------------------------------------------
     def _design(self, X):
-        B = self.basis_.transform(X)
+        """Dense basis matrix, the intercept's column of ones last (as in the whole family)."""
+        B = design_matrix(self.basis_, X, fit_intercept=self.fit_intercept)
         B = B.toarray() if sp.issparse(B) else np.asarray(B, dtype=np.float64)
-        if self.fit_intercept:
-            B = np.hstack([np.ones((B.shape[0], 1)), B])
         return np.ascontiguousarray(B)
 
     def fit(self, X, y):
@@ -722,7 +732,7 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
         G = None if dual else Phi.T @ Phi  # (M, M) Gram matrix, reused every sweep
 
         children = _seed_sequence(self.random_state).spawn(self.n_chains)
-        C, K = self.n_chains, self.n_samples
+        C, K = self.n_chains, self.n_draws
         W = np.empty((C, K, M))
         A = np.empty((C, K, M))
         S = np.empty((C, K))
@@ -759,31 +769,51 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
                 fallbacks[0],
                 C * (self.n_burnin + K * self.thin),
             )
-        self.n_basis_ = M
         self.n_iter_ = self.n_burnin + K * self.thin
-        self.coef_samples_ = W
-        self.alpha_samples_ = A
-        self.noise_var_samples_ = S
+        n_basis = M - int(self.fit_intercept)  # the intercept is the last column
+        self.coef_samples_ = W[:, :, :n_basis]
+        self.alpha_samples_ = A[:, :, :n_basis]
+        self.noise_variance_samples_ = S
+        if self.fit_intercept:
+            self.intercept_samples_ = W[:, :, -1]
+            self.intercept_alpha_samples_ = A[:, :, -1]
+        else:
+            self.intercept_samples_ = np.zeros((C, K))
+            self.intercept_alpha_samples_ = np.full((C, K), np.inf)
         flat = W.reshape(C * K, M)
-        self.coef_ = flat.mean(axis=0)
-        self.coef_sd_ = flat.std(axis=0, ddof=1) if C * K > 1 else np.zeros(M)
-        self.intercept_ = float(self.coef_[0]) if self.fit_intercept else 0.0
+        mean = flat.mean(axis=0)  # (M,)
+        sd = flat.std(axis=0, ddof=1) if C * K > 1 else np.zeros(M)
+        with np.errstate(invalid="ignore"):  # inf - inf for weights excluded by alpha_init
+            alpha = A.reshape(C * K, M).mean(axis=0)
         if K >= 4:
             with np.errstate(invalid="ignore", divide="ignore"):
-                self.rhat_ = split_rhat(W)
-                self.ess_ = effective_sample_size(W)
+                rhat = split_rhat(W)
+                ess = effective_sample_size(W)
         else:
-            self.rhat_ = np.full(M, np.nan)
-            self.ess_ = np.full(M, np.nan)
-        finite = np.isfinite(self.rhat_)
+            rhat = ess = np.full(M, np.nan)
+        # Contract of the family: per-weight arrays have one row (one binary problem), the
+        # intercept's values are apart, of shape (1,).
+        self.coef_, self.coef_sd_ = mean[None, :n_basis], sd[None, :n_basis]
+        self.alpha_ = alpha[None, :n_basis]
+        self.rhat_, self.ess_ = rhat[None, :n_basis], ess[None, :n_basis]
+        if self.fit_intercept:
+            self.intercept_, self.intercept_sd_ = mean[-1:], sd[-1:]
+            self.intercept_alpha_, self.intercept_rhat_, self.intercept_ess_ = (
+                alpha[-1:], rhat[-1:], ess[-1:])
+        else:
+            self.intercept_, self.intercept_sd_ = np.zeros(1), np.zeros(1)
+            self.intercept_alpha_ = np.full(1, np.inf)
+            self.intercept_rhat_ = self.intercept_ess_ = np.full(1, np.nan)
+        finite = np.isfinite(rhat)
         if finite.any():
-            j = int(np.flatnonzero(finite)[np.argmax(self.rhat_[finite])])
-            worst = float(self.rhat_[j])
+            j = int(np.flatnonzero(finite)[np.argmax(rhat[finite])])
+            worst = float(rhat[j])
             if worst > RHAT_WARN:
+                which = "the intercept" if self.fit_intercept and j == M - 1 else f"weight {j}"
                 msg = (
                     f"The Gibbs chains have not mixed: max split-R-hat = {worst:.3f} "
-                    f"(weight {j}) > "
-                    f"{RHAT_WARN}. Run more samples (increase n_samples and n_burnin) before using "
+                    f"({which}) > "
+                    f"{RHAT_WARN}. Run more draws (increase n_draws and n_burnin) before using "
                     "the posterior summaries."
                 )
                 if self.sample_alpha and self.alpha_rate == 0:
@@ -806,17 +836,17 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        lower, upper : ndarray of shape (n_basis_,)
-            The ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of each weight (bias first
-            when ``fit_intercept``).
+        lower, upper : ndarray of shape (1, n_basis)
+            The ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of each weight, in the shape
+            of ``coef_`` (those of the intercept come from ``intercept_samples_``).
         """
         check_is_fitted(self, "coef_samples_")
         if not (isinstance(level, numbers.Real) and 0 < level < 1):
             msg = f"level must be a float strictly between 0 and 1; got {level!r}."
             raise ValueError(msg)
-        flat = self.coef_samples_.reshape(-1, self.n_basis_)
+        flat = self.coef_samples_.reshape(-1, self.coef_samples_.shape[2])
         q = np.quantile(flat, [(1 - level) / 2, (1 + level) / 2], axis=0)
-        return q[0], q[1]
+        return q[:1], q[1:]
 
     # -- prediction ----------------------------------------------------------------------------
     def _latent_draws(self, X):
@@ -831,9 +861,11 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
                 f"{self.n_features_in_} features."
             )
             raise DataError(msg)
-        Phi = self._design(X)
-        W = self.coef_samples_.reshape(-1, self.n_basis_)  # (S, M)
-        sd = np.sqrt(self.noise_var_samples_.reshape(-1))  # (S,)
+        Phi = self._design(X)  # (n, M): the basis, then the intercept's ones
+        W = self.coef_samples_.reshape(-1, self.coef_samples_.shape[2])  # (S, n_basis)
+        if self.fit_intercept:
+            W = np.hstack([W, self.intercept_samples_.reshape(-1, 1)])  # (S, M)
+        sd = np.sqrt(self.noise_variance_samples_.reshape(-1))  # (S,)
         return (Phi @ W.T) / sd  # (n, S)
 
     def predict_log_proba(self, X):

@@ -563,10 +563,12 @@ class RVMRegressor(RegressorMixin, _RVMBase):
     intercept_, intercept_sd_, intercept_alpha_ : float
         The same for the bias (0, 0 and inf if it is out of the model or ``fit_intercept=False``).
     noise_variance_ : float
-        Estimated (or fixed) noise variance ``sigma^2``; ``noise_precision_ = 1 / noise_variance_``.
-    noise_precision_ : float
+        Estimated (or fixed) noise variance ``sigma^2``.
     log_marginal_likelihood_ : float
         ``log p(y | alpha, sigma^2)`` of the fitted model (exact: the likelihood is Gaussian).
+    chosen_step_ : int
+        Path step of the fitted model, the last one (of the last eta round): the log marginal
+        likelihood never decreases along the path.
     path_ : pandas.DataFrame
         One row per step: ``round`` (eta round, 0 without ``optimize_eta``), ``step``, ``action``,
         ``feature`` (the basis function acted on), ``n_basis`` (functions in the model, bias
@@ -575,7 +577,8 @@ class RVMRegressor(RegressorMixin, _RVMBase):
     relevance_vectors_ : ndarray of int
         Kernel basis only: indices of the training points whose functions are in the model.
     support_ : ndarray of bool of shape (n_features_in_,)
-        ``kernel="features"`` only: features in the model.
+        Features in the model for ``kernel="features"``; all True for a kernel basis (the
+        kernel uses every feature). ``get_support`` and ``transform`` read it.
     eta_ : ndarray of shape (n_features_in_,)
         ``optimize_eta`` only: the fitted input scales.
     eta_init_ : ndarray of shape (n_features_in_,)
@@ -912,24 +915,26 @@ class RVMClassifier(ClassifierMixin, _RVMBase):
     Attributes
     ----------
     classes_ : ndarray of shape (2,)
-    coef_ : ndarray of shape (n_basis,)
-        Posterior mode of the weights (0 outside the model).
-    coef_sd_ : ndarray of shape (n_basis,)
+    coef_ : ndarray of shape (1, n_basis)
+        Posterior mode of the weights (0 outside the model); one row, the binary problem, as
+        every classifier of the family.
+    coef_sd_ : ndarray of shape (1, n_basis)
         Laplace posterior standard deviations.
-    alpha_ : ndarray of shape (n_basis,)
+    alpha_ : ndarray of shape (1, n_basis)
         ARD precisions in the units of the basis; ``inf`` outside the model.
-    intercept_, intercept_sd_, intercept_alpha_ : float
+    intercept_, intercept_sd_, intercept_alpha_ : ndarray of shape (1,)
+        The same for the bias (0, 0 and ``inf`` if it is out of the model or not fitted).
     log_marginal_likelihood_ : float
         Laplace approximation of ``log p(y | alpha)`` (PRML eq. 7.114) of the chosen model.
-    chosen_step_ : int
+    chosen_step_ : ndarray of int of shape (1,)
         Path step of the fitted model: the one with the largest Laplace log evidence.
     path_ : pandas.DataFrame
-        One row per step: ``step``, ``action``, ``feature``, ``n_basis``, ``log_evidence``,
-        ``irls_iter``.
+        One row per step: ``class`` (``classes_[1]``), ``step``, ``action``, ``feature``,
+        ``n_basis``, ``log_evidence``, ``irls_iter``.
     relevance_vectors_ : ndarray of int
         Kernel basis only: training points whose functions are in the model.
     support_ : ndarray of bool of shape (n_features_in_,)
-        ``kernel="features"`` only.
+        Features in the model for ``kernel="features"``; all True for a kernel basis.
     n_iter_ : int
         Number of path steps.
     basis_ : object

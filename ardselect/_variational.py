@@ -50,16 +50,19 @@ pruned functions goes on being updated.
 from __future__ import annotations
 
 import logging
-import numbers
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import digamma, expit, gammaln
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_regressor
 from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._basis import make_basis
+from ._base import basis_constraints
+from ._basis import design_matrix, make_basis
 from ._linalg import chol_logdet, chol_solve, safe_cholesky, tri_solve
 from ._validation import check_binary_labels, check_design
 from .exceptions import DataError, LabelError
@@ -460,30 +463,20 @@ def _iterate(Phi, t, likelihood, a, b, c, d, max_iter, tol, prune_threshold, tra
 _SVC_KERNELS = ("linear", "rbf", "poly")
 
 
-def _check_params(est, names_positive, names_nonnegative=()):
-    for name in names_positive:
-        value = getattr(est, name)
-        if not (isinstance(value, numbers.Real) and value > 0):
-            msg = f"{name} must be a positive number; got {value!r}."
-            raise ValueError(msg)
-    for name in names_nonnegative:
-        value = getattr(est, name)
-        if not (isinstance(value, numbers.Real) and value >= 0):
-            msg = f"{name} must be a non-negative number; got {value!r}."
-            raise ValueError(msg)
-    if not (isinstance(est.max_iter, numbers.Integral) and est.max_iter >= 1):
-        msg = f"max_iter must be a positive integer; got {est.max_iter!r}."
-        raise ValueError(msg)
-    kernel = est.kernel
-    if not (callable(kernel) or (isinstance(kernel, str) and kernel in _SVC_KERNELS)):
-        msg = f"kernel must be one of {_SVC_KERNELS} or a callable; got {kernel!r}."
-        raise ValueError(msg)
-
-
 class _VariationalRVMBase(BaseEstimator):
     """Fitting and prediction shared by the two estimators (not public)."""
 
     _likelihood = "gaussian"
+
+    #: Constraints shared by the two estimators; each adds its own.
+    _shared_constraints: dict = {
+        **basis_constraints(_SVC_KERNELS),
+        "alpha_shape": [Interval(Real, 0, None, closed="neither")],
+        "alpha_rate": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "prune_threshold": [Interval(Real, 0, np.inf, closed="right")],  # inf: no pruning
+    }
 
     def _validate_x(self, X, *, reset):
         Xc = check_design(X, estimator_name=type(self).__name__)
@@ -491,13 +484,11 @@ class _VariationalRVMBase(BaseEstimator):
         return Xc
 
     def _design(self, X):
-        K = np.asarray(self.basis_.transform(X), dtype=np.float64)
-        if self.fit_intercept:
-            return np.hstack([np.ones((K.shape[0], 1)), K])
-        return K
+        """Dense basis matrix, the intercept's column of ones last (as in the whole family)."""
+        K = design_matrix(self.basis_, X, fit_intercept=self.fit_intercept)
+        return np.asarray(K.toarray() if sp.issparse(K) else K, dtype=np.float64)
 
     def _fit_design(self, X, t, c, d):
-        _check_params(self, ("a", "b", "prune_threshold"), ("tol",))
         self.basis_ = make_basis(
             self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0
         )
@@ -513,8 +504,8 @@ class _VariationalRVMBase(BaseEstimator):
             Phi,
             t,
             likelihood=self._likelihood,
-            a=self.a,
-            b=self.b,
+            a=self.alpha_shape,
+            b=self.alpha_rate,
             c=c,
             d=d,
             max_iter=self.max_iter,
@@ -533,19 +524,25 @@ class _VariationalRVMBase(BaseEstimator):
         # Keep what prediction needs; drop the training design matrix.
         state.Phi = state.Phi_eff = None
         self._state = state
-        j = 1 if self.fit_intercept else 0
+        n_basis = state.M - int(self.fit_intercept)  # the intercept is the last column
         sd = np.sqrt(state.var_w)
         alpha = state.alpha_mean
-        self.coef_ = state.mean_w[j:].copy()
-        self.coef_sd_ = sd[j:].copy()
-        self.alpha_ = alpha[j:].copy()
-        self.intercept_ = float(state.mean_w[0]) if self.fit_intercept else 0.0
-        self.intercept_sd_ = float(sd[0]) if self.fit_intercept else 0.0
-        self.intercept_alpha_ = float(alpha[0]) if self.fit_intercept else np.nan
+        coef, coef_sd, coef_alpha = (v[:n_basis].copy() for v in (state.mean_w, sd, alpha))
+        if self.fit_intercept:
+            icpt = (float(state.mean_w[-1]), float(sd[-1]), float(alpha[-1]))
+        else:
+            icpt = (0.0, 0.0, np.inf)  # a weight fixed at 0: precision inf, as in the family
+        if is_regressor(self):
+            self.coef_, self.coef_sd_, self.alpha_ = coef, coef_sd, coef_alpha
+            self.intercept_, self.intercept_sd_, self.intercept_alpha_ = icpt
+        else:  # one binary problem: one row, as every classifier of the family
+            self.coef_, self.coef_sd_, self.alpha_ = coef[None], coef_sd[None], coef_alpha[None]
+            self.intercept_, self.intercept_sd_, self.intercept_alpha_ = (
+                np.array([v]) for v in icpt)
         relevant = np.zeros(state.M, dtype=bool)
         relevant[state.act] = True
         relevant &= alpha <= self.prune_threshold
-        self.relevance_vectors_ = np.flatnonzero(relevant[j:])
+        self.relevance_vectors_ = np.flatnonzero(relevant[:n_basis])
         self.lower_bound_ = list(bounds)
         self.n_iter_ = len(bounds)
         self.converged_ = bool(converged)
@@ -568,8 +565,10 @@ class _VariationalRVMBase(BaseEstimator):
 class VariationalRVMRegressor(RegressorMixin, _VariationalRVMBase):
     """Relevance vector regression by variational inference (Bishop & Tipping, 2000).
 
-    ``t = w^T phi(x) + noise``, with a bias and one kernel function per training point as basis,
-    ``w_m ~ N(0, 1/alpha_m)``, ``alpha_m ~ Gamma(a, b)`` and noise precision ``tau ~ Gamma(c, d)``.
+    ``t = w^T phi(x) + noise``, with one kernel function per training point and a bias as basis,
+    ``w_m ~ N(0, 1/alpha_m)``, ``alpha_m ~ Gamma(a, b)`` and noise precision ``tau ~ Gamma(c, d)``
+    (the paper's names; the parameters are ``alpha_shape``, ``alpha_rate``, ``noise_shape`` and
+    ``noise_rate``).
     The factorised posterior ``Q(w) Q(alpha) Q(tau)`` maximises a lower bound on the log evidence.
     Computations run in float64 whatever the input dtype.
 
@@ -586,10 +585,11 @@ class VariationalRVMRegressor(RegressorMixin, _VariationalRVMBase):
         Constant of "poly".
     fit_intercept : bool, default=True
         Add a bias basis function (a column of ones) with its own ``alpha``.
-    a, b : float, default=1e-6
-        Shape and rate of the Gamma hyperprior on each weight precision ``alpha_m`` (eq. 18).
-    c, d : float, default=1e-6
-        Shape and rate of the Gamma hyperprior on the noise precision ``tau``.
+    alpha_shape, alpha_rate : float, default=1e-6
+        Shape ``a`` and rate ``b`` of the Gamma hyperprior on each weight precision ``alpha_m``
+        (eq. 18).
+    noise_shape, noise_rate : float, default=1e-6
+        Shape ``c`` and rate ``d`` of the Gamma hyperprior on the noise precision ``tau``.
     max_iter : int, default=2000
         Maximum number of sweeps over the factors ``Q(w)``, ``Q(alpha)``, ``Q(tau)``.
     tol : float, default=1e-9
@@ -609,10 +609,10 @@ class VariationalRVMRegressor(RegressorMixin, _VariationalRVMBase):
     alpha_ : ndarray of shape (n_train,)
         Posterior mean ``<alpha_m>`` of their precisions.
     intercept_, intercept_sd_, intercept_alpha_ : float
-        The same for the bias (0.0, 0.0 and NaN without ``fit_intercept``).
-    noise_precision_ : float
-        Posterior mean ``<tau>`` of the noise precision; the noise standard deviation estimate is
-        ``noise_precision_ ** -0.5``.
+        The same for the bias (0.0, 0.0 and ``inf`` without ``fit_intercept``).
+    noise_variance_ : float
+        ``1 / <tau>``, the noise variance the predictions use (``<tau>`` is the posterior mean of
+        the noise precision); the noise standard deviation estimate is ``noise_variance_ ** 0.5``.
     relevance_vectors_ : ndarray of int
         Indices of the training points whose kernel functions are relevant
         (``alpha_ <= prune_threshold``).
@@ -676,10 +676,10 @@ class VariationalRVMRegressor(RegressorMixin, _VariationalRVMBase):
         degree=3,
         coef0=1.0,
         fit_intercept=True,
-        a=1e-6,
-        b=1e-6,
-        c=1e-6,
-        d=1e-6,
+        alpha_shape=1e-6,
+        alpha_rate=1e-6,
+        noise_shape=1e-6,
+        noise_rate=1e-6,
         max_iter=2000,
         tol=1e-9,
         prune_threshold=100.0,
@@ -689,13 +689,20 @@ class VariationalRVMRegressor(RegressorMixin, _VariationalRVMBase):
         self.degree = degree
         self.coef0 = coef0
         self.fit_intercept = fit_intercept
-        self.a = a
-        self.b = b
-        self.c = c
-        self.d = d
+        self.alpha_shape = alpha_shape
+        self.alpha_rate = alpha_rate
+        self.noise_shape = noise_shape
+        self.noise_rate = noise_rate
         self.max_iter = max_iter
         self.tol = tol
         self.prune_threshold = prune_threshold
+
+    #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
+    _parameter_constraints: dict = {
+        **_VariationalRVMBase._shared_constraints,
+        "noise_shape": [Interval(Real, 0, None, closed="neither")],
+        "noise_rate": [Interval(Real, 0, None, closed="neither")],
+    }
 
     def fit(self, X, y):
         """Fit the variational RVM.
@@ -712,12 +719,12 @@ class VariationalRVMRegressor(RegressorMixin, _VariationalRVMBase):
         self : VariationalRVMRegressor
             The fitted estimator.
         """
-        _check_params(self, ("c", "d"))
+        self._validate_params()
         Xc = self._validate_x(X, reset=True)
         _require_y(self, y)
         t = _check_target(y, Xc.shape[0])
-        state = self._fit_design(Xc, t, self.c, self.d)
-        self.noise_precision_ = float(state.tau_mean)
+        state = self._fit_design(Xc, t, self.noise_shape, self.noise_rate)
+        self.noise_variance_ = 1.0 / float(state.tau_mean)
         return self
 
     def predict(self, X, *, return_std=False):
@@ -739,15 +746,16 @@ class VariationalRVMRegressor(RegressorMixin, _VariationalRVMBase):
         mean, Phi = self._latent(X)
         if not return_std:
             return mean
-        var = 1.0 / self.noise_precision_ + self._state.predictive_var(Phi)  # eq. 38
+        var = self.noise_variance_ + self._state.predictive_var(Phi)  # eq. 38
         return mean, np.sqrt(var)
 
 
 class VariationalRVMClassifier(ClassifierMixin, _VariationalRVMBase):
     """Binary relevance vector classification by variational inference (Bishop & Tipping, 2000).
 
-    ``P(t = 1 | x) = sigma(w^T phi(x))`` with a bias and one kernel function per training point as
-    basis, ``w_m ~ N(0, 1/alpha_m)`` and ``alpha_m ~ Gamma(a, b)``. The logistic likelihood is
+    ``P(t = 1 | x) = sigma(w^T phi(x))`` with one kernel function per training point and a bias as
+    basis, ``w_m ~ N(0, 1/alpha_m)`` and ``alpha_m ~ Gamma(a, b)`` (``alpha_shape``,
+    ``alpha_rate``). The logistic likelihood is
     bounded below by the Jaakkola-Jordan bound, and ``Q(w) Q(alpha)`` and the bound's parameters
     ``xi`` maximise the resulting lower bound on the log evidence. Computations run in float64
     whatever the input dtype.
@@ -765,8 +773,9 @@ class VariationalRVMClassifier(ClassifierMixin, _VariationalRVMBase):
         Constant of "poly".
     fit_intercept : bool, default=True
         Add a bias basis function (a column of ones) with its own ``alpha``.
-    a, b : float, default=1e-6
-        Shape and rate of the Gamma hyperprior on each weight precision ``alpha_m`` (eq. 18).
+    alpha_shape, alpha_rate : float, default=1e-6
+        Shape ``a`` and rate ``b`` of the Gamma hyperprior on each weight precision ``alpha_m``
+        (eq. 18).
     max_iter : int, default=2000
         Maximum number of sweeps over ``Q(w)``, ``Q(alpha)`` and ``xi``.
     tol : float, default=1e-9
@@ -786,14 +795,15 @@ class VariationalRVMClassifier(ClassifierMixin, _VariationalRVMBase):
     ----------
     classes_ : ndarray of shape (2,)
         The class labels; ``classes_[1]`` is the positive class (``t = 1``).
-    coef_ : ndarray of shape (n_train,)
-        Posterior mean of the weight of each kernel function (one per training point).
-    coef_sd_ : ndarray of shape (n_train,)
+    coef_ : ndarray of shape (1, n_train)
+        Posterior mean of the weight of each kernel function (one per training point); one row,
+        the binary problem, as every classifier of the family.
+    coef_sd_ : ndarray of shape (1, n_train)
         Posterior standard deviation of those weights.
-    alpha_ : ndarray of shape (n_train,)
+    alpha_ : ndarray of shape (1, n_train)
         Posterior mean ``<alpha_m>`` of their precisions.
-    intercept_, intercept_sd_, intercept_alpha_ : float
-        The same for the bias (0.0, 0.0 and NaN without ``fit_intercept``).
+    intercept_, intercept_sd_, intercept_alpha_ : ndarray of shape (1,)
+        The same for the bias (0, 0 and ``inf`` without ``fit_intercept``).
     relevance_vectors_ : ndarray of int
         Indices of the training points whose kernel functions are relevant
         (``alpha_ <= prune_threshold``).
@@ -853,8 +863,8 @@ class VariationalRVMClassifier(ClassifierMixin, _VariationalRVMBase):
         degree=3,
         coef0=1.0,
         fit_intercept=True,
-        a=1e-6,
-        b=1e-6,
+        alpha_shape=1e-6,
+        alpha_rate=1e-6,
         max_iter=2000,
         tol=1e-9,
         prune_threshold=10.0,
@@ -865,12 +875,18 @@ class VariationalRVMClassifier(ClassifierMixin, _VariationalRVMBase):
         self.degree = degree
         self.coef0 = coef0
         self.fit_intercept = fit_intercept
-        self.a = a
-        self.b = b
+        self.alpha_shape = alpha_shape
+        self.alpha_rate = alpha_rate
         self.max_iter = max_iter
         self.tol = tol
         self.prune_threshold = prune_threshold
         self.moderated = moderated
+
+    #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
+    _parameter_constraints: dict = {
+        **_VariationalRVMBase._shared_constraints,
+        "moderated": ["boolean"],
+    }
 
     def fit(self, X, y):
         """Fit the variational RVM classifier.
@@ -887,6 +903,7 @@ class VariationalRVMClassifier(ClassifierMixin, _VariationalRVMBase):
         self : VariationalRVMClassifier
             The fitted estimator.
         """
+        self._validate_params()
         Xc = self._validate_x(X, reset=True)
         if Xc.shape[0] < 2:
             msg = f"{type(self).__name__} needs at least 2 samples (one per class); got 1 sample."
@@ -903,6 +920,7 @@ class VariationalRVMClassifier(ClassifierMixin, _VariationalRVMBase):
             )
             raise LabelError(msg)
         self.classes_ = classes
+        # c, d (the noise prior) do not enter the Bernoulli likelihood.
         state = self._fit_design(Xc, y_index.astype(np.float64), 1e-6, 1e-6)
         self.xi_ = state.xi.copy()
         return self

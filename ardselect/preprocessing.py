@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from numbers import Real
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._validation import check_design, constant_columns
 from .exceptions import DataError
@@ -113,8 +115,8 @@ class Preprocessor(TransformerMixin, BaseEstimator):
 
     def __init__(
         self,
-        log: str = "auto",
         *,
+        log: str = "auto",
         pseudocount: float | None = None,
         floor: float | None = None,
         cap: float | None = None,
@@ -126,11 +128,18 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         self.cap = cap
         self.standardize = standardize
 
+    #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
+    _parameter_constraints: dict = {
+        "log": [StrOptions(set(LOG_CHOICES))],
+        "pseudocount": [Interval(Real, 0, None, closed="left"), None],
+        "floor": [Interval(Real, None, None, closed="neither"), None],
+        "cap": [Interval(Real, None, None, closed="neither"), None],
+        "standardize": ["boolean"],
+    }
+
     # The steps ----------------------------------------------------------------------------
     def _check_params(self):
-        if self.log not in LOG_CHOICES:
-            msg = f"log must be one of {', '.join(LOG_CHOICES)}; got {self.log!r}"
-            raise ValueError(msg)
+        self._validate_params()
         if self.floor is not None and self.cap is not None and self.floor >= self.cap:
             msg = f"floor ({self.floor}) must be below cap ({self.cap})"
             raise ValueError(msg)

@@ -74,7 +74,7 @@ def main(argv=None):
         elapsed = time.perf_counter() - start
         rms = np.sqrt(np.mean((model.predict(x_grid) - f_grid) ** 2))
         rows["VRVM"].append(
-            (rms, len(model.relevance_vectors_), model.noise_precision_**-0.5, elapsed)
+            (rms, len(model.relevance_vectors_), model.noise_variance_**0.5, elapsed)
         )
         chosen["VRVM"].append(model.gamma**-0.5)
         n_iter.append(model.n_iter_)

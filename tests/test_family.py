@@ -28,7 +28,7 @@ def test_laplace_against_a_long_gibbs_run(seed):
     alpha_logit = np.array([0.5, 0.5])
     lap = laplace_mode(X, alpha_logit, y)
     gibbs = GibbsRVMClassifier(kernel="features", fit_intercept=False, sample_alpha=False,
-                               alpha_init=alpha_logit / LAM**2, n_samples=4000, n_burnin=500,
+                               alpha_init=alpha_logit / LAM**2, n_draws=4000, n_burnin=500,
                                n_chains=2, random_state=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # chains must mix (no R-hat warning)

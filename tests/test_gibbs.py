@@ -24,6 +24,11 @@ from ardselect.exceptions import DataError, LabelError
 Z4 = 4.0  # tolerance in Monte Carlo standard errors
 
 
+def _bias_first(clf):
+    """All weight draws with the intercept first, the order of the references below."""
+    return np.concatenate([clf.intercept_samples_[..., None], clf.coef_samples_], axis=-1)
+
+
 def _mcse_ok(est, ref, draws, *, extra=0.0):
     """|est - ref| <= Z4 * MCSE (+ extra) for the mean of ``draws`` (n_chains, n_draws, k)."""
     ess = ardselect.effective_sample_size(draws, rank_normalize=False)
@@ -245,15 +250,16 @@ def test_fixed_alpha_posterior_matches_quadrature(seed):
     clf = GibbsRVMClassifier(
         kernel="features",
         sample_alpha=False,
-        alpha_init=alpha,
+        alpha_init=np.roll(alpha, -1),  # the intercept's precision last
         n_chains=4,
-        n_samples=4000,
+        n_draws=4000,
         n_burnin=200,
         random_state=seed,
     ).fit(X_TINY, Y_TINY)
-    W = clf.coef_samples_  # (4, 4000, 2)
-    ok, _ = _mcse_ok(clf.coef_, qmean, W)
-    assert ok.all(), (clf.coef_, qmean)
+    W = _bias_first(clf)  # (4, 4000, 2)
+    mean = np.concatenate([clf.intercept_, clf.coef_[0]])
+    ok, _ = _mcse_ok(mean, qmean, W)
+    assert ok.all(), (mean, qmean)
     D = W - qmean
     prods = np.stack([D[..., 0] ** 2, D[..., 0] * D[..., 1], D[..., 1] ** 2], axis=-1)
     ref = np.array([qcov[0, 0], qcov[0, 1], qcov[1, 1]])
@@ -300,7 +306,7 @@ def test_sampled_alpha_posterior_matches_quadrature(seed):
         alpha_lower=lo,
         alpha_max=hi,
         n_chains=4,
-        n_samples=4000,
+        n_draws=4000,
         n_burnin=200,
         random_state=seed,
     ).fit(X_TINY, Y_TINY)
@@ -331,15 +337,16 @@ def test_fixed_alpha_posterior_mean_matches_ep(seed):
     clf = GibbsRVMClassifier(
         kernel="features",
         sample_alpha=False,
-        alpha_init=alpha,
+        alpha_init=np.roll(alpha, -1),  # the intercept's precision last
         n_chains=4,
-        n_samples=1500,
+        n_draws=1500,
         n_burnin=200,
         random_state=seed,
     ).fit(X, y)
-    sd = clf.coef_sd_
-    ok, _ = _mcse_ok(clf.coef_, ep.mean, clf.coef_samples_, extra=0.1 * sd)
-    assert ok.all(), (clf.coef_, ep.mean)
+    sd = np.concatenate([clf.intercept_sd_, clf.coef_sd_[0]])
+    mean = np.concatenate([clf.intercept_, clf.coef_[0]])
+    ok, _ = _mcse_ok(mean, ep.mean, _bias_first(clf), extra=0.1 * sd)
+    assert ok.all(), (mean, ep.mean)
     np.testing.assert_allclose(np.sqrt(np.diag(ep.cov)), sd, rtol=0.1)
 
 
@@ -411,9 +418,9 @@ def test_fit_warns_when_chains_have_not_mixed(rng):
     X = rng.normal(size=(30, 2))
     y = (X[:, 0] > 0).astype(int)
     clf = GibbsRVMClassifier(
-        kernel="linear", alpha_rate=0.0, n_samples=30, n_burnin=0, n_chains=3, random_state=0
+        kernel="linear", alpha_rate=0.0, n_draws=30, n_burnin=0, n_chains=3, random_state=0
     )
-    with pytest.warns(ConvergenceWarning, match=r"max split-R-hat = .* Run more samples.*improper"):
+    with pytest.warns(ConvergenceWarning, match=r"max split-R-hat = .* Run more draws.*improper"):
         clf.fit(X, y)
     assert np.nanmax(clf.rhat_) > gb.RHAT_WARN
 
@@ -424,11 +431,13 @@ def test_fit_no_warning_when_mixed(rng):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         clf = GibbsRVMClassifier(
-            kernel="features", sample_alpha=False, n_samples=500, n_burnin=100, random_state=1
+            kernel="features", sample_alpha=False, n_draws=500, n_burnin=100, random_state=1
         ).fit(X, y)
     assert np.all(clf.rhat_ < 1.05)
+    assert clf.intercept_rhat_[0] < 1.05
     # 2000 draws; Albert-Chib draws are autocorrelated (ESS 80-600 over data seeds 0-8).
     assert np.all(clf.ess_ > 40)
+    assert clf.intercept_ess_[0] > 40
 
 
 # ------------------------------------------------------------------------------------------------
@@ -439,7 +448,7 @@ def _small_fit(random_state, **kw):
     y = (X[:, 0] > 0).astype(int)
     params = {
         "kernel": "rbf",
-        "n_samples": 20,
+        "n_draws": 20,
         "n_burnin": 5,
         "n_chains": 3,
         "alpha_rate": 1e-2,
@@ -486,29 +495,36 @@ def test_more_chains_keep_the_first_chains():
 def test_attributes_shapes_and_summaries():
     clf = _small_fit(0, thin=2)
     C, K, M = clf.coef_samples_.shape
-    assert (C, K, M) == (3, 20, 26)  # rbf basis on 25 points + bias
+    assert (C, K, M) == (3, 20, 25)  # rbf basis on 25 points; the intercept apart
     assert clf.alpha_samples_.shape == (C, K, M)
-    assert clf.noise_var_samples_.shape == (C, K)
+    assert clf.intercept_samples_.shape == clf.intercept_alpha_samples_.shape == (C, K)
+    assert clf.noise_variance_samples_.shape == (C, K)
     assert clf.n_iter_ == 5 + 20 * 2
-    np.testing.assert_allclose(clf.coef_, clf.coef_samples_.reshape(-1, M).mean(axis=0))
-    assert clf.intercept_ == clf.coef_[0]
+    np.testing.assert_allclose(clf.coef_[0], clf.coef_samples_.reshape(-1, M).mean(axis=0))
+    np.testing.assert_allclose(clf.coef_sd_[0], clf.coef_samples_.reshape(-1, M).std(axis=0,
+                                                                                       ddof=1))
+    np.testing.assert_allclose(clf.alpha_[0], clf.alpha_samples_.reshape(-1, M).mean(axis=0))
+    np.testing.assert_allclose(clf.intercept_, [clf.intercept_samples_.mean()])
+    np.testing.assert_allclose(clf.intercept_alpha_, [clf.intercept_alpha_samples_.mean()])
     lo, hi = clf.credible_interval(0.9)
-    assert lo.shape == hi.shape == (M,)
+    assert lo.shape == hi.shape == (1, M)
     assert np.all(lo <= hi)
     lo50, hi50 = clf.credible_interval(0.5)
     assert np.all(lo <= lo50)
     assert np.all(hi50 <= hi)
-    assert clf.rhat_.shape == clf.ess_.shape == (M,)
-    assert np.all(clf.noise_var_samples_ == 1.0)
+    assert clf.rhat_.shape == clf.ess_.shape == (1, M)
+    assert clf.intercept_rhat_.shape == clf.intercept_ess_.shape == (1,)
+    assert np.all(clf.noise_variance_samples_ == 1.0)
 
 
 def test_predict_proba_averages_probit_over_draws():
     clf = _small_fit(0, sample_noise=True)
     X = np.random.default_rng(9).normal(size=(6, 3))
-    Phi = clf._design(X)
-    W = clf.coef_samples_.reshape(-1, clf.n_basis_)
-    sd = np.sqrt(clf.noise_var_samples_.reshape(-1))
-    p1 = stats.norm.cdf(Phi @ W.T / sd).mean(axis=1)
+    Phi = clf.basis_.transform(X)  # (6, 25) kernel values
+    W = clf.coef_samples_.reshape(-1, clf.coef_samples_.shape[2])
+    b = clf.intercept_samples_.reshape(-1)
+    sd = np.sqrt(clf.noise_variance_samples_.reshape(-1))
+    p1 = stats.norm.cdf((Phi @ W.T + b) / sd).mean(axis=1)
     proba = clf.predict_proba(X)
     np.testing.assert_allclose(proba[:, 1], p1, rtol=1e-10)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
@@ -522,7 +538,7 @@ def test_string_labels_and_float32(rng):
     kw = {
         "kernel": "features",
         "sample_alpha": False,
-        "n_samples": 50,
+        "n_draws": 50,
         "n_burnin": 10,
         "random_state": 0,
     }
@@ -531,27 +547,30 @@ def test_string_labels_and_float32(rng):
         a = GibbsRVMClassifier(**kw).fit(X, y)
         b = GibbsRVMClassifier(**kw).fit(X.astype(np.float32), y)
     assert list(a.classes_) == ["normal", "tumour"]
-    assert a.coef_[1] > 0  # the positive class is the second sorted one
+    assert a.coef_[0, 0] > 0  # the positive class is the second sorted one
     np.testing.assert_allclose(a.coef_samples_, b.coef_samples_, rtol=1e-5, atol=1e-6)
 
 
 def test_excluded_weight_is_zero_and_has_no_diagnostics(rng):
     X = rng.normal(size=(30, 3))
     y = (X[:, 0] + rng.normal(size=30) > 0).astype(int)
-    alpha = np.array([1.0, 1.0, np.inf, 1.0])  # bias, x0, x1 excluded, x2
+    alpha = np.array([1.0, np.inf, 1.0, 1.0])  # x0, x1 excluded, x2, then the intercept
     clf = GibbsRVMClassifier(
         kernel="features",
         sample_alpha=False,
         alpha_init=alpha,
-        n_samples=300,
+        n_draws=300,
         n_burnin=50,
         n_chains=2,
         random_state=0,
     ).fit(X, y)
-    assert np.all(clf.coef_samples_[..., 2] == 0.0)
-    assert np.isnan(clf.rhat_[2])
-    assert np.isnan(clf.ess_[2])
-    assert np.all(np.isfinite(np.delete(clf.rhat_, 2)))
+    assert np.all(clf.coef_samples_[..., 1] == 0.0)
+    assert clf.coef_[0, 1] == 0.0
+    assert np.isinf(clf.alpha_[0, 1])
+    assert np.isnan(clf.rhat_[0, 1])
+    assert np.isnan(clf.ess_[0, 1])
+    assert np.all(np.isfinite(np.delete(clf.rhat_[0], 1)))
+    assert np.isfinite(clf.intercept_rhat_[0])
 
 
 def test_label_swap_flips_coefficients(seed):
@@ -561,7 +580,7 @@ def test_label_swap_flips_coefficients(seed):
     kw = {
         "kernel": "features",
         "sample_alpha": False,
-        "n_samples": 1000,
+        "n_draws": 1000,
         "n_burnin": 100,
         "random_state": seed,
     }
@@ -579,7 +598,7 @@ def test_sparse_input_equals_dense(rng):
     kw = {
         "kernel": "features",
         "sample_alpha": False,
-        "n_samples": 20,
+        "n_draws": 20,
         "n_burnin": 5,
         "random_state": 0,
     }
@@ -600,7 +619,7 @@ def test_dual_route_used_for_wide_data(rng):
         "kernel": "features",
         "sample_alpha": False,
         "alpha_init": 1.0,
-        "n_samples": 1500,
+        "n_draws": 1500,
         "n_burnin": 100,
         "n_chains": 2,
         "random_state": 0,
@@ -625,15 +644,15 @@ def test_truncated_alpha_and_noise_options(rng):
             kernel="rbf",
             alpha_lower=10.0,
             sample_noise=True,
-            n_samples=50,
+            n_draws=50,
             n_burnin=20,
             n_chains=2,
             random_state=0,
         ).fit(X, y)
     assert clf.alpha_samples_.min() >= 10.0
     assert clf.alpha_samples_.max() <= 1e10
-    assert np.all(clf.noise_var_samples_ > 0)
-    assert np.ptp(clf.noise_var_samples_) > 0
+    assert np.all(clf.noise_variance_samples_ > 0)
+    assert np.ptp(clf.noise_variance_samples_) > 0
     assert np.all(np.isfinite(clf.predict_proba(X)))
 
 
@@ -643,7 +662,7 @@ def test_truncated_alpha_and_noise_options(rng):
 # Short runs on toy data: R-hat warnings are expected and not what these checks test.
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @parametrize_with_checks(
-    [GibbsRVMClassifier(n_samples=30, n_burnin=20, n_chains=2, random_state=0)],
+    [GibbsRVMClassifier(n_draws=30, n_burnin=20, n_chains=2, random_state=0)],
     expected_failed_checks=lambda est: {},
 )
 def test_sklearn_compatible(estimator, check):
@@ -662,7 +681,7 @@ def test_multiclass_raises_label_error():
     X, _ = _xy()
     y = np.arange(12) % 3
     with pytest.raises(LabelError, match=r"binary classifier; y has 3 classes \(0, 1, 2\)"):
-        GibbsRVMClassifier(n_samples=5).fit(X, y)
+        GibbsRVMClassifier(n_draws=5).fit(X, y)
 
 
 def test_single_class_and_continuous_labels():
@@ -676,21 +695,25 @@ def test_single_class_and_continuous_labels():
 @pytest.mark.parametrize(
     ("params", "match"),
     [
-        ({"n_samples": 0}, "n_samples must be an integer >= 1"),
-        ({"n_burnin": -1}, "n_burnin must be an integer >= 0"),
-        ({"thin": 1.5}, "thin must be an integer >= 1"),
-        ({"n_chains": 0}, "n_chains must be an integer >= 1"),
-        ({"alpha_shape": 0.0}, "alpha_shape must be a positive float"),
-        ({"alpha_rate": -1.0}, "alpha_rate must be a float >= 0"),
-        ({"alpha_lower": -1.0}, "alpha_lower must be None or a finite float >= 0"),
+        ({"n_draws": 0}, r"'n_draws' parameter of GibbsRVMClassifier must be an int in the range "
+                         r"\[1, inf\). Got 0"),
+        ({"n_burnin": -1}, r"'n_burnin' parameter .* must be an int in the range \[0, inf\)"),
+        ({"thin": 1.5}, r"'thin' parameter .* must be an int in the range \[1, inf\). Got 1.5"),
+        ({"n_chains": 0}, r"'n_chains' parameter .* must be an int in the range \[1, inf\)"),
+        ({"alpha_shape": 0.0}, r"'alpha_shape' parameter .* must be a float in the range "
+                               r"\(0.0, inf\). Got 0.0"),
+        ({"alpha_shape": np.inf}, r"'alpha_shape' parameter .* range \(0.0, inf\). Got inf"),
+        ({"alpha_rate": -1.0}, r"'alpha_rate' parameter .* range \[0.0, inf\). Got -1.0"),
+        ({"alpha_lower": -1.0}, r"'alpha_lower' parameter .* range \[0.0, inf\) or None"),
         ({"alpha_lower": 10.0, "alpha_max": 5.0}, "alpha_max must be greater than alpha_lower"),
         ({"alpha_max": np.inf, "alpha_rate": 0.0}, r"alpha_max=inf needs a proper Gamma prior"),
         ({"alpha_init": [1.0, 2.0]}, r"alpha_init must be a float or an array of shape \(3,\)"),
-        ({"alpha_init": -1.0}, "alpha_init must be positive"),
+        ({"alpha_init": -1.0}, r"'alpha_init' parameter .* range \(0.0, inf\] or an array-like"),
         ({"alpha_init": np.inf}, "needs sample_alpha=False"),
         ({"alpha_init": np.inf, "sample_alpha": False}, "excludes every weight"),
-        ({"random_state": "seed"}, "random_state must be None, an int"),
-        ({"kernel": "sigmoid"}, "unknown kernel 'sigmoid'"),
+        ({"random_state": "seed"}, r"'random_state' parameter .* Got 'seed'"),
+        ({"kernel": "sigmoid"}, r"'kernel' parameter .* a str among .* or a callable. Got "
+                                r"'sigmoid'"),
     ],
 )
 def test_bad_parameters(params, match):
@@ -708,7 +731,7 @@ def test_bad_data_and_unfitted():
         GibbsRVMClassifier().fit(X_nan, y)
     with pytest.raises(NotFittedError):
         GibbsRVMClassifier().predict(X)
-    clf = GibbsRVMClassifier(kernel="features", sample_alpha=False, n_samples=10, n_burnin=2)
+    clf = GibbsRVMClassifier(kernel="features", sample_alpha=False, n_draws=10, n_burnin=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # 10 draws
         clf.fit(X, y)
@@ -727,10 +750,6 @@ def test_diagnostics_need_four_draws():
         ardselect.split_rhat(np.zeros(10))
 
 
-def test_public_name():
-    assert ardselect.GibbsRVMClassifier is GibbsRVMClassifier
-
-
 # ------------------------------------------------------------------------------------------------
 # Slow: longer quadrature comparison with the noise variance and a different design
 # ------------------------------------------------------------------------------------------------
@@ -741,15 +760,17 @@ def test_fixed_alpha_quadrature_long(seed, alpha):
     clf = GibbsRVMClassifier(
         kernel="features",
         sample_alpha=False,
-        alpha_init=alpha,
+        alpha_init=np.roll(alpha, -1),  # the intercept's precision last
         n_chains=4,
-        n_samples=20_000,
+        n_draws=20_000,
         n_burnin=500,
         random_state=seed,
     ).fit(X_TINY, Y_TINY)
-    ok, _ = _mcse_ok(clf.coef_, qmean, clf.coef_samples_)
-    assert ok.all(), (clf.coef_, qmean)
-    D = clf.coef_samples_ - qmean
+    W = _bias_first(clf)
+    mean = np.concatenate([clf.intercept_, clf.coef_[0]])
+    ok, _ = _mcse_ok(mean, qmean, W)
+    assert ok.all(), (mean, qmean)
+    D = W - qmean
     prods = np.stack([D[..., 0] ** 2, D[..., 0] * D[..., 1], D[..., 1] ** 2], axis=-1)
     ref = np.array([qcov[0, 0], qcov[0, 1], qcov[1, 1]])
     ok, _ = _mcse_ok(prods.reshape(-1, 3).mean(axis=0), ref, prods)
@@ -772,7 +793,7 @@ def test_invariants_for_any_seed(sweep_seed):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # 100 draws per chain
         clf = GibbsRVMClassifier(
-            kernel=kernel, n_samples=100, n_burnin=50, n_chains=2, random_state=sweep_seed
+            kernel=kernel, n_draws=100, n_burnin=50, n_chains=2, random_state=sweep_seed
         ).fit(X, y)
     assert np.all(np.isfinite(clf.coef_samples_))
     assert np.all(clf.alpha_samples_ > 0)

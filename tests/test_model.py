@@ -17,7 +17,7 @@ from ardselect.preprocessing import Preprocessor
 
 
 def _toy_model(n_classes=2):
-    pre = Preprocessor("none", standardize=True).fit(
+    pre = Preprocessor(log="none", standardize=True).fit(
         np.array([[0.0, 1, 5], [2, 3, 1], [4, 1, 0]]), feature_names=["a", "b", "c"]
     )
 

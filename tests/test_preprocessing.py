@@ -25,7 +25,7 @@ def test_preprocessor_auto_log():
 
 def test_preprocessor_golub_convention():
     X = np.array([[-50.0, 20000, 7], [300, 1000, 7], [5000, 100, 7]])
-    pre = Preprocessor("log10", pseudocount=0.0, floor=100, cap=16000, standardize=False)
+    pre = Preprocessor(log="log10", pseudocount=0.0, floor=100, cap=16000, standardize=False)
     Z = pre.fit_transform(X)
     expected = np.log10(np.clip(X[:, :2], 100, 16000))
     np.testing.assert_allclose(Z, expected)
@@ -36,15 +36,15 @@ def test_preprocessor_golub_convention():
 
 def test_preprocessor_default_pseudocount():
     X = np.array([[150.0, 5], [300, 9], [1000, 2]])
-    assert Preprocessor("log10", floor=100).fit(X).pseudocount_ == 0.0
-    assert Preprocessor("log10").fit(X).pseudocount_ == 1.0
-    assert Preprocessor("log10", floor=100, pseudocount=2).fit(X).pseudocount_ == 2.0
+    assert Preprocessor(log="log10", floor=100).fit(X).pseudocount_ == 0.0
+    assert Preprocessor(log="log10").fit(X).pseudocount_ == 1.0
+    assert Preprocessor(log="log10", floor=100, pseudocount=2).fit(X).pseudocount_ == 2.0
 
 
 def test_preprocessor_log_of_negative():
     X = np.array([[-5.0, 1], [3, 2]])
     with pytest.raises(DataError, match="cannot take log2 of 1 value.*set a floor"):
-        Preprocessor("log2").fit(X)
+        Preprocessor(log="log2").fit(X)
 
 
 def test_preprocessor_standardize_and_replay():

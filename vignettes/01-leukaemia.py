@@ -79,7 +79,7 @@ print(adata.obs["label"].value_counts().to_dict())
 # %%
 X = np.asarray(adata.X)
 print(f"raw values: min {X.min():.0f}, max {X.max():.0f}, {np.mean(X < 100):.0%} below 100")
-pre = ardselect.preprocessing.Preprocessor("log10", floor=100, cap=16000).fit(X)
+pre = ardselect.preprocessing.Preprocessor(log="log10", floor=100, cap=16000).fit(X)
 print(pre.describe())
 
 # %% [markdown]
@@ -173,7 +173,7 @@ y = adata.obs["label"].astype(str).to_numpy()
 rows = []
 splitter = StratifiedShuffleSplit(n_splits=n_splits, train_size=0.5, random_state=0)
 for k, (tr, te) in enumerate(splitter.split(X, y)):
-    prep = ardselect.preprocessing.Preprocessor("log10", floor=100, cap=16000).fit(X[tr])
+    prep = ardselect.preprocessing.Preprocessor(log="log10", floor=100, cap=16000).fit(X[tr])
     est = ardselect.ARDClassifier(criterion="loo").fit(prep.transform(X[tr]), y[tr])
     Zte = prep.transform(X[te])
     for criterion in ardselect.CRITERIA:

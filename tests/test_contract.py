@@ -1,0 +1,164 @@
+"""The family's contracts, walked over every public estimator (README, "Fitted attributes").
+
+One parameter contract: keyword-only constructors and a scikit-learn constraint table covering
+every parameter, so that every bad value is one error naming the parameter and its valid range.
+One fitted-attribute contract: ``coef_`` never holds the intercept, which sits apart in
+``intercept_`` (and is the last column wherever a design or draw array holds it); classifiers
+have one row per binary problem, regressors are 1-D; every per-problem attribute
+(``intercept_``, ``intercept_sd_``, ``intercept_alpha_``, ``chosen_step_``) has the shape of
+``coef_`` without its last axis; precisions are ``alpha_`` (``inf`` out of the model or without an
+intercept); the same Gamma prior has the same names; ``get_support`` wherever ``support_`` is.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, is_classifier, is_regressor
+from sklearn.utils.estimator_checks import check_param_validation
+
+import ardselect
+from ardselect.preprocessing import Preprocessor
+
+ESTIMATORS = sorted(
+    (getattr(ardselect, name) for name in ardselect.__all__
+     if isinstance(getattr(ardselect, name), type)
+     and issubclass(getattr(ardselect, name), BaseEstimator)),
+    key=lambda cls: cls.__name__,
+)
+#: Small, fast settings per estimator (the contract does not depend on them).
+FAST = {
+    "GibbsRVMClassifier": {"n_draws": 20, "n_burnin": 10, "n_chains": 2, "random_state": 0},
+    "ARDClassifier": {"max_steps": 40},
+}
+
+
+def test_every_family_member_is_walked():
+    names = {cls.__name__ for cls in ESTIMATORS}
+    assert names == {"ARDClassifier", "GibbsRVMClassifier", "RVMClassifier", "RVMRegressor",
+                     "VariationalRVMClassifier", "VariationalRVMRegressor"}
+
+
+@pytest.mark.parametrize("cls", [*ESTIMATORS, Preprocessor], ids=lambda c: c.__name__)
+def test_constructor_is_keyword_only(cls):
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    assert params, cls
+    positional = [p.name for p in params if p.kind is not p.KEYWORD_ONLY]
+    assert positional == [], f"{cls.__name__}: positional parameters {positional}"
+
+
+@pytest.mark.parametrize("cls", [*ESTIMATORS, Preprocessor], ids=lambda c: c.__name__)
+def test_every_parameter_is_declared_and_checked(cls):
+    # scikit-learn's own check: the constraint table covers exactly the parameters, and a value
+    # of a wrong type or outside its range fails fit with "The 'name' parameter of Est must be
+    # <the valid range>. Got <value> instead."
+    check_param_validation(cls.__name__, cls())
+
+
+def test_same_prior_same_names():
+    """A Gamma hyperprior is (shape, rate) under one pair of names, and there are no cryptic names."""
+    for cls in ESTIMATORS:
+        params = set(cls().get_params())
+        assert not {n for n in params if len(n) == 1}, cls.__name__
+        assert "n_samples" not in params, cls.__name__  # scikit-learn's name for the data size
+        shapes = {n.removesuffix("_shape") for n in params if n.endswith("_shape")}
+        rates = {n.removesuffix("_rate") for n in params if n.endswith("_rate")}
+        assert shapes == rates, cls.__name__
+        assert shapes <= {"alpha", "noise"}, cls.__name__
+
+
+def _data(cls, *, n=30, p=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    if is_regressor(cls()):
+        y = X[:, 0] - 0.5 * X[:, 1] + 0.1 * rng.normal(size=n)
+    else:
+        y = np.where(X[:, 0] - X[:, 1] + 0.3 * rng.normal(size=n) > 0, "b", "a")
+    return X, y
+
+
+def _fit(cls, X, y, **params):
+    est = cls(**{**FAST.get(cls.__name__, {}), **params})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # short chains and capped paths warn; not the point here
+        return est.fit(X, y)
+
+
+def _linear_kernel(cls):
+    """A basis whose decision function is linear in the inputs: the features, or a linear kernel."""
+    return "linear" if cls.__name__.startswith("Variational") else "features"
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_fitted_attribute_shapes(cls):
+    X, y = _data(cls)
+    est = _fit(cls, X, y)
+    n_basis = X.shape[0] if est.coef_.shape[-1] == X.shape[0] else X.shape[1]
+    if is_classifier(est):
+        assert est.coef_.shape == (1, n_basis)  # one binary problem
+        for name in ("intercept_", "intercept_sd_", "intercept_alpha_"):
+            value = getattr(est, name)
+            assert isinstance(value, np.ndarray), name
+            assert value.shape == (1,), name
+    else:
+        assert est.coef_.shape == (n_basis,)
+        for name in ("intercept_", "intercept_sd_", "intercept_alpha_"):
+            assert isinstance(getattr(est, name), float), name
+    assert est.coef_sd_.shape == est.coef_.shape
+    assert est.alpha_.shape == est.coef_.shape  # the one precision name
+    assert not hasattr(est, "noise_precision_")
+    assert np.all(est.alpha_ > 0)
+    if hasattr(est, "chosen_step_"):
+        assert np.shape(est.chosen_step_) == est.coef_.shape[:-1]
+        steps = np.atleast_1d(est.chosen_step_)
+        assert steps.dtype.kind == "i"
+        assert np.all(np.isin(steps, est.path_["step"]))
+        assert list(est.path_.columns).count("n_basis") == 1
+        assert "n_features" not in est.path_.columns
+    if hasattr(est, "support_"):
+        np.testing.assert_array_equal(est.get_support(), est.support_)
+        assert est.support_.shape == (X.shape[1],)
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_coef_never_holds_the_intercept(cls):
+    """The latent is ``basis(x) @ coef_ + intercept_``: the intercept is not a column of coef_."""
+    X, y = _data(cls, seed=1)
+    X = X + 3.0  # an offset the intercept has to absorb
+    est = _fit(cls, X, y, kernel=_linear_kernel(cls))
+    Phi = np.asarray(est.basis_.transform(X))
+    assert est.coef_.shape[-1] == Phi.shape[1]
+    latent = Phi @ np.atleast_2d(est.coef_).T + np.ravel(est.intercept_)  # (n, n_problems)
+    if cls.__name__.startswith("Gibbs"):
+        # The draws' means (the predictive probability averages over the draws instead).
+        np.testing.assert_allclose(est.coef_[0], est.coef_samples_.mean(axis=(0, 1)))
+        np.testing.assert_allclose(est.intercept_[0], est.intercept_samples_.mean())
+        return
+    expected = est.decision_function(X) if is_classifier(est) else est.predict(X)
+    np.testing.assert_allclose(latent[:, 0], expected, rtol=1e-8, atol=1e-8)
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_without_intercept(cls):
+    X, y = _data(cls, seed=2)
+    est = _fit(cls, X, y, fit_intercept=False)
+    assert np.all(np.ravel(est.intercept_) == 0)
+    assert np.all(np.ravel(est.intercept_sd_) == 0)
+    assert np.all(np.isinf(np.ravel(est.intercept_alpha_)))  # a weight fixed at 0: precision inf
+
+
+def test_multiclass_rows_are_problems():
+    X, _ = _data(ardselect.ARDClassifier, n=45, p=6)
+    y = np.array(["u", "v", "w"])[np.argmax(X[:, :3], axis=1)]
+    est = ardselect.ARDClassifier(max_steps=40).fit(X, y)
+    assert est.coef_.shape == (3, 6)
+    for name in ("intercept_", "intercept_sd_", "intercept_alpha_", "chosen_step_"):
+        assert getattr(est, name).shape == (3,), name
+    # Row k is class k against the rest: its path is the one labelled with that class.
+    for k, cls in enumerate(est.classes_):
+        rows = est.path_[est.path_["class"] == cls]
+        assert est.chosen_step_[k] in set(rows["step"])
+    np.testing.assert_array_equal(est.choose_step("evidence").shape, (3,))
