@@ -380,8 +380,9 @@ def rank_genes(
     criterion : {"loo", "loo-prob", "evidence"}, default="loo"
         Model choice on the path (see :class:`~ardselect.ARDClassifier`).
     log : {"auto", "none", "log2", "log10", "ln"}, default="auto"
-        Log transform, ``log_b(x + pseudocount)``; ``"auto"`` takes ``log2`` for counts or raw
-        intensities (non-negative with a maximum above 100, or integers) and nothing otherwise.
+        Log transform, ``log_b(x + pseudocount)``; ``"auto"`` takes ``log2`` when the bulk of the
+        genes look like counts or raw intensities and nothing otherwise
+        (:func:`ardselect.preprocessing.auto_log`).
     pseudocount : float, optional
         Added before the log: by default 0 with a positive ``floor``, else 1.
     floor, cap : float, optional

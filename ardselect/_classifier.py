@@ -411,14 +411,21 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
 
     # ------------------------------------------------------------------ prediction
     def decision_function(self, X):
-        """Posterior mean of the latent ``w . phi(x)`` (per class for multi-class).
+        """The moderated latent ``m / sqrt(1 + v)`` (per class for multi-class).
+
+        ``m`` and ``v`` are the posterior mean and variance of the latent ``w . phi(x)``; each binary
+        problem's probability is ``Phi`` of this score, so the score ranks samples exactly as
+        :meth:`predict_proba` does (the posterior mean ``m`` alone would not: a sample far from the
+        training data has a large ``v``). Its sign gives the prediction; multi-class: its argmax.
 
         Returns
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
-        m, _ = self._latent(X)
-        return m[:, 0] if m.shape[1] == 1 else m
+        m, v = self._latent(X)
+        # A quadratic form x' C x of a covariance can round to a tiny negative value; it is a variance.
+        z = m / np.sqrt(1.0 + np.maximum(v, 0.0))
+        return z[:, 0] if z.shape[1] == 1 else z
 
     def predict_proba(self, X):
         """Class probabilities, integrating over the Gaussian weight posterior.

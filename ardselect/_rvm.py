@@ -951,9 +951,11 @@ class RVMClassifier(ClassifierMixin, _RVMBase):
     ``predict_proba`` integrates the logistic over the Gaussian posterior of the latent with
     MacKay's probit approximation, ``P = sigmoid(m / sqrt(1 + pi v / 8))`` (``m, v`` the latent mean
     and variance), not the plug-in ``sigmoid(m)``; both give the same labels (``m > 0``).
-    ``decision_function`` returns ``m``. The Laplace log evidence is not guaranteed to rise at every
-    step (the engine maximises the virtual regression's marginal likelihood), so the fitted model is
-    the step of the path with the largest Laplace log evidence. Computations run in float64.
+    ``decision_function`` returns the moderated latent ``m / sqrt(1 + pi v / 8)``, the score
+    ``predict_proba`` is the logistic of, so the two rank samples alike. The Laplace log evidence
+    is not guaranteed to rise at every step (the engine maximises the virtual regression's marginal
+    likelihood), so the fitted model is the step of the path with the largest Laplace log
+    evidence. Computations run in float64.
 
     References
     ----------
@@ -1062,13 +1064,17 @@ class RVMClassifier(ClassifierMixin, _RVMBase):
         return self
 
     def decision_function(self, X):
-        """Posterior mode of the latent ``w . phi(x) + b`` (positive favours ``classes_[1]``).
+        """The moderated latent ``m / sqrt(1 + pi v / 8)`` (positive favours ``classes_[1]``).
+
+        ``m`` and ``v`` are the Laplace posterior mean (mode) and variance of the latent
+        ``w . phi(x) + b``. :meth:`predict_proba` is the logistic of this score, so the two rank
+        samples alike; ``m`` alone would not, since ``v`` grows away from the relevance vectors.
 
         Returns
         -------
         ndarray of shape (n_samples,)
         """
-        return self._latent(X)[0][:, 0]
+        return self._moderated(X)
 
     def _moderated(self, X):
         m, v = (a[:, 0] for a in self._latent(X))

@@ -926,7 +926,11 @@ class VariationalRVMClassifier(ClassifierMixin, _VariationalRVMBase):
         return self
 
     def decision_function(self, X):
-        """Posterior mean of the latent function ``w^T phi(x)``; positive means ``classes_[1]``.
+        """The score :meth:`predict_proba` is the sigmoid of; positive means ``classes_[1]``.
+
+        The posterior mean of the latent function ``w^T phi(x)``, or with ``moderated=True`` its
+        moderated version ``mu / sqrt(1 + pi s^2 / 8)``; either way the score ranks samples
+        exactly as :meth:`predict_proba` does, and its sign is the same.
 
         Parameters
         ----------
@@ -937,7 +941,7 @@ class VariationalRVMClassifier(ClassifierMixin, _VariationalRVMBase):
         -------
         score : ndarray of shape (n_samples,)
         """
-        return self._latent(X)[0]
+        return self._log_proba_pos(X)
 
     def _log_proba_pos(self, X):
         mean, Phi = self._latent(X)

@@ -17,7 +17,9 @@ from __future__ import annotations
 import contextlib
 import gzip
 import os
+import re
 import tempfile
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -29,16 +31,20 @@ from ._validation import check_unique_names
 from .exceptions import DataError, FileFormatError, LabelError, MissingFileError
 
 __all__ = [
+    "ANNOTATION_WORDS",
     "FORMATS",
+    "AnnotationColumnWarning",
     "atomic_write",
     "check_unique_names",
     "detect_format",
+    "looks_like_annotation",
     "read_cls",
     "read_data",
     "read_gct",
     "read_h5ad",
     "read_labels",
     "read_table",
+    "split_gene_columns",
     "write_cls",
     "write_gct",
     "write_gmt",
@@ -124,6 +130,158 @@ def atomic_write(path, mode: str = "w"):
 # --------------------------------------------------------------------------------------------
 
 
+class AnnotationColumnWarning(UserWarning):
+    """Numeric columns of a table were taken for sample annotations, not genes."""
+
+
+#: Words that name sample annotations, not genes: a numeric table column whose name holds one of
+#: them as a word (``age``, ``n_counts``, ``TimePoint``, ``label_code``) is not made a gene unless
+#: named in ``gene_columns``. Gene symbols and probe ids (``ID1``, ``CD4``, ``1007_s_at``,
+#: ``ENSG00000141510``) hold none of them.
+ANNOTATION_WORDS = frozenset({
+    "age", "sex", "gender", "bmi", "weight", "height", "batch", "plate", "lane", "run", "well",
+    "replicate", "donor", "patient", "subject", "individual", "sample", "cell", "id", "idx",
+    "index", "code", "codes", "label", "labels", "class", "group", "cluster", "condition",
+    "treatment", "dose", "time", "timepoint", "day", "days", "hour", "hours", "week", "weeks",
+    "month", "months", "year", "years", "stage", "grade", "status", "score", "survival", "event",
+    "outcome", "response", "pfs", "dfs", "efs", "rfs", "num", "count", "counts", "total", "pct",
+    "percent", "frac", "fraction", "mito", "ribo", "umi", "umis", "genes", "size", "factor",
+    "phase", "type", "tissue", "site", "center", "centre", "date", "target", "diagnosis",
+})
+
+
+def _name_words(name) -> list[str]:
+    """Lower-case words of a column name: split at non-alphanumerics and camelCase, digits kept."""
+    words = []
+    for part in re.split(r"[^0-9A-Za-z]+", str(name)):
+        words += re.findall(r"[A-Z]+[0-9]*(?![a-z])|[A-Z]?[a-z]+[0-9]*|[0-9]+", part)
+    return [w.lower() for w in words]
+
+
+def looks_like_annotation(name, label_key: str | None = None) -> bool:
+    """True when a column name reads as a sample annotation rather than a gene.
+
+    It holds a word of :data:`ANNOTATION_WORDS`, or the label key as a word (``label_code``).
+
+    Examples
+    --------
+    >>> [looks_like_annotation(n) for n in ("age", "n_counts", "TimePoint", "ID1", "CD4", "G7")]
+    [True, True, True, False, False, False]
+    >>> looks_like_annotation("subtype_num", label_key="subtype")
+    True
+    """
+    words = _name_words(name)
+    if any(w in ANNOTATION_WORDS for w in words):
+        return True
+    if label_key:
+        key = re.escape(str(label_key).lower())
+        return re.search(rf"(^|[^0-9a-z]){key}($|[^0-9a-z])", str(name).lower()) is not None
+    return False
+
+
+def _expand_columns(spec: Sequence[str], names: pd.Index, what: str) -> list[str]:
+    """Column names from ``spec``: names, or ``FIRST:LAST`` ranges (inclusive, in table order)."""
+    out: list[str] = []
+    for item in spec:
+        item = str(item)
+        if item in names:
+            out.append(item)
+            continue
+        first, sep, last = item.partition(":")
+        if sep and first in names and last in names:
+            i, j = names.get_loc(first), names.get_loc(last)
+            if i > j:
+                msg = f"{what}: range {item!r} runs backwards ({first} comes after {last})"
+                raise DataError(msg)
+            out.extend(names[i:j + 1])
+            continue
+        shown = ", ".join(map(str, names[:8])) + (", ..." if len(names) > 8 else "")
+        msg = (f"{what}: {item!r} is not a numeric column of the table (nor a FIRST:LAST range of "
+               f"them); numeric columns: {shown}")
+        raise DataError(msg)
+    return list(dict.fromkeys(out))
+
+
+def _label_codes(adata, label_key) -> list[str]:
+    """Gene columns that encode the label: a single value within each class, not all equal."""
+    labels = pd.Series(adata.obs[label_key].to_numpy()).astype(str)
+    if labels.nunique() < 2:
+        return []
+    X = adata.X
+    X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    same = np.ones(X.shape[1], dtype=bool)
+    firsts = []
+    for cls in labels.unique():
+        block = X[(labels == cls).to_numpy()]
+        same &= np.all(block == block[0], axis=0)
+        firsts.append(block[0])
+    differ = np.any(np.vstack(firsts) != firsts[0], axis=0)
+    return list(adata.var_names[same & differ])
+
+
+def split_gene_columns(
+    adata,
+    *,
+    label_key: str | None = None,
+    gene_columns: Sequence[str] | None = None,
+    drop: Sequence[str] = (),
+    check: bool = True,
+    source: str = "the table",
+):
+    """Decide which numeric columns of a table are genes; the others become ``obs`` annotations.
+
+    ``drop`` names columns that are not genes; ``gene_columns`` names the genes (names or
+    ``FIRST:LAST`` ranges), every other numeric column then being an annotation. Without
+    ``gene_columns`` and with ``check``, numeric columns whose name reads as an annotation
+    (:func:`looks_like_annotation`: ``age``, ``code``, ``label_num``) are not made genes, with an
+    :class:`AnnotationColumnWarning` naming them. With ``check``, a gene column that encodes the
+    label (a single value within each class) is an error. Returns a new AnnData.
+    """
+    names = pd.Index(adata.var_names.astype(str))
+    dropped = _expand_columns(drop, names, "drop") if drop else []
+    if gene_columns is not None:
+        genes = _expand_columns(gene_columns, names, "gene columns")
+        both = [g for g in genes if g in set(dropped)]
+        if both:
+            msg = f"column(s) {', '.join(map(repr, both))} are both dropped and gene columns"
+            raise DataError(msg)
+        moved = [n for n in names if n not in set(genes)]
+    else:
+        moved = list(dropped)
+        if check:
+            auto = [n for n in names if n not in set(dropped) and looks_like_annotation(n, label_key)]
+            if auto:
+                shown = ", ".join(map(repr, auto[:10])) + (", ..." if len(auto) > 10 else "")
+                msg = (f"{len(auto)} numeric column(s) of {source} read as sample annotations, not "
+                       f"genes, and are left out of the genes: {shown} (name them with "
+                       "--gene-columns to use them as genes)")
+                warnings.warn(msg, AnnotationColumnWarning, stacklevel=3)
+                moved += auto
+    if moved:
+        keep = ~names.isin(moved)
+        if not keep.any():
+            msg = f"{source} has no gene columns left once annotations are set aside"
+            raise DataError(msg)
+        cols = np.flatnonzero(~keep)
+        X = adata.X
+        values = X[:, cols].toarray() if sp.issparse(X) else np.asarray(X)[:, cols]
+        obs = adata.obs.copy()
+        for k, j in enumerate(cols):
+            if names[j] not in obs.columns:
+                obs[names[j]] = values[:, k]
+        adata = adata[:, keep].copy()
+        adata.obs = obs
+    if check and label_key is not None and label_key in adata.obs.columns:
+        codes = _label_codes(adata, label_key)
+        if codes:
+            shown = ", ".join(map(repr, codes[:5])) + (", ..." if len(codes) > 5 else "")
+            msg = (f"column(s) {shown} encode the label {label_key!r} (a single value within each "
+                   f"class): they cannot be genes; leave them out with --drop "
+                   f"{','.join(map(str, codes[:5]))}")
+            raise DataError(msg)
+    return adata
+
+
 def read_data(
     path,
     *,
@@ -131,6 +289,9 @@ def read_data(
     label_key: str | None = None,
     labels=None,
     layer: str | None = None,
+    gene_columns: Sequence[str] | None = None,
+    drop: Sequence[str] = (),
+    check_columns: bool = True,
 ):
     """Read an expression dataset into AnnData (samples x genes), whatever its format.
 
@@ -149,6 +310,15 @@ def read_data(
         (see :func:`read_labels`). Required to classify GCT data.
     layer : str, optional
         For h5ad: use this layer as ``X``.
+    gene_columns : sequence of str, optional
+        CSV/TSV only: the gene columns (rows with ``genes_in_rows``), as names or ``FIRST:LAST``
+        ranges; every other numeric column becomes an ``obs`` annotation.
+    drop : sequence of str, default=()
+        CSV/TSV only: numeric columns (or ranges) that are not genes; they become ``obs``
+        annotations.
+    check_columns : bool, default=True
+        CSV/TSV only: set aside numeric columns named like annotations (``age``, ``code``; see
+        :func:`split_gene_columns`, with a warning) and refuse a gene column that encodes the label.
 
     Returns
     -------
@@ -163,10 +333,15 @@ def read_data(
     FileFormatError
         The file is not what its extension says, or is corrupted.
     DataError
-        Duplicated gene or sample names, or no numeric data.
+        Duplicated gene or sample names, no numeric data, an unknown column in ``drop`` or
+        ``gene_columns``, or a gene column that encodes the label.
     """
     path = _require_file(path)
     fmt = detect_format(path)
+    if (gene_columns is not None or drop) and fmt not in ("csv", "tsv"):
+        msg = (f"choosing gene columns (--gene-columns, --drop) applies to CSV/TSV tables, not "
+               f"{fmt}; subset the genes of {path.name} instead")
+        raise FileFormatError(msg)
     if fmt == "h5ad":
         if genes_in_rows:
             msg = "--genes-in-rows applies to CSV/TSV tables only; h5ad files store samples as obs"
@@ -184,6 +359,11 @@ def read_data(
         key = label_key or "label"
         table = read_labels(labels, adata.obs_names)
         adata.obs[key] = table.to_numpy()
+    if fmt in ("csv", "tsv"):
+        adata = split_gene_columns(
+            adata, label_key=label_key or ("label" if labels is not None else None),
+            gene_columns=gene_columns, drop=drop, check=check_columns, source=path.name,
+        )
     return adata
 
 

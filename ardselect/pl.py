@@ -13,7 +13,10 @@ import pandas as pd
 
 from .io import atomic_write
 
-__all__ = ["calibration", "path", "require_matplotlib", "save_png", "weights"]
+__all__ = ["LOO_PROB_FLOOR", "calibration", "path", "require_matplotlib", "save_png", "weights"]
+
+#: Gene labels of the weights plot: the gene and its description, at most this many characters.
+LABEL_WIDTH = 34
 
 
 def require_matplotlib() -> None:
@@ -40,22 +43,31 @@ _PATH_PANELS = (
     ("loo_prob_error", "LOO error probability"),
     ("n_features", "genes in model"),
 )
-#: The LOO error probability panel is on a log scale (as the paper's Figure 2): on separable data
-#: it falls to ~1e-300. Values below this floor (including exact zeros) are drawn at the floor.
-_LOG_PANEL_FLOOR = 1e-300
+#: The LOO error probability panel is on a log scale (as the paper's Figure 2). On separable data
+#: the probability falls to 1e-300 and below, a range that carries no information: a LOO error
+#: probability of 1e-6 is already a millionth of an expected error per sample. Values below this
+#: floor (exact zeros included) are drawn at it, and its tick reads "<=1e-6".
+LOO_PROB_FLOOR = 1e-6
 
 
 def _log_probability_axis(ax, values):
-    """Log y axis from the smallest value (floored) to 1, ticked at round powers of ten."""
+    """Log y axis from the smallest value (at least the floor) to 1, ticked at powers of ten."""
     from matplotlib.ticker import MaxNLocator
 
-    lo = np.log10(max(float(np.min(values)), _LOG_PANEL_FLOOR))
-    exps = MaxNLocator(nbins=4, steps=[1, 2, 5, 10], integer=True).tick_values(min(lo, -1.0), 0.0)
-    exps = exps[(exps >= np.floor(min(lo, -1.0))) & (exps <= 0)]
+    smallest = float(np.min(values))
+    lo = np.log10(max(smallest, LOO_PROB_FLOOR))
+    bottom = min(np.floor(lo), -1.0)
+    exps = MaxNLocator(nbins=4, steps=[1, 2, 5, 10], integer=True).tick_values(bottom, 0.0)
+    exps = exps[(exps >= bottom) & (exps <= 0)]
+    floored = smallest < LOO_PROB_FLOOR
+    labels = []
+    for e in exps:
+        text = "1" if e == 0 else f"1e{int(e)}"
+        labels.append(f"\u2264{text}" if floored and e == bottom else text)
     ax.set_yscale("log")
-    ax.set_yticks(10.0**exps, [("1" if e == 0 else f"1e{int(e)}") for e in exps])
+    ax.set_yticks(10.0**exps, labels)
     ax.minorticks_off()
-    ax.set_ylim(10.0 ** (min(lo, -1.0) - 0.05 * max(1.0, -lo)), 2.0)
+    ax.set_ylim(10.0 ** (bottom - 0.04 * -bottom), 10.0 ** (0.04 * -bottom))
 
 
 def path(path_table: pd.DataFrame, *, title: str | None = None, fig=None):
@@ -63,26 +75,31 @@ def path(path_table: pd.DataFrame, *, title: str | None = None, fig=None):
 
     ``path_table`` has the columns of :func:`ardselect.get.path_df` (``class``, ``step``, the four
     quantities, and ``chosen`` marking the chosen step of each class). Each panel shares the step
-    axis; the chosen step is marked by a dashed line (binary) or a dot per class (multi-class), as
-    in Figure 2 of Qi et al. (2004). The LOO error probability is on a log scale, as in the
-    paper (values below 1e-300, and zeros, are drawn at 1e-300). Returns the matplotlib Figure.
+    axis; the chosen step is marked by a dashed line (binary) or a dot per class (multi-class,
+    with the legend beside the panels, off the curves), as in Figure 2 of Qi et al. (2004). The
+    LOO error probability is on a log scale down to its smallest value or to
+    :data:`LOO_PROB_FLOOR` (1e-6), below which values are drawn at the floor. Returns the
+    matplotlib Figure.
     """
     require_matplotlib()
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    if fig is None:
-        fig = Figure(figsize=(7.0, 8.0))
-    axes = fig.subplots(len(_PATH_PANELS), 1, sharex=True)
     classes = list(dict.fromkeys(path_table["class"].astype(str)))
     multi = len(classes) > 1
+    legend_rows = -(-len(classes) // 3) if multi else 0
+    if fig is None:
+        fig = Figure(figsize=(7.5, 8.0 + 0.22 * legend_rows), layout="constrained")
+    elif fig.get_layout_engine() is None:
+        fig.set_layout_engine("constrained")
+    axes = fig.subplots(len(_PATH_PANELS), 1, sharex=True)
     for ax, (col, label) in zip(axes, _PATH_PANELS, strict=True):
         for i, cls in enumerate(classes):
             sub = path_table[path_table["class"].astype(str) == cls]
             color = f"C{i % 10}"
             values = sub[col].to_numpy(dtype=float)
             if col == "loo_prob_error":
-                values = np.maximum(values, _LOG_PANEL_FLOOR)
+                values = np.maximum(values, LOO_PROB_FLOOR)
             ax.plot(sub["step"], values, color=color, lw=1.2, label=cls if multi else None)
             chosen = sub["chosen"].astype(bool).to_numpy()
             if chosen.any():
@@ -101,17 +118,28 @@ def path(path_table: pd.DataFrame, *, title: str | None = None, fig=None):
     axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[-1].yaxis.set_major_locator(MaxNLocator(integer=True))
     if multi:
-        axes[0].legend(
-            fontsize="small", ncol=2, title="class vs rest (dot: chosen step)",
-            title_fontsize="small",
-        )
+        handles, names = axes[0].get_legend_handles_labels()
+        # Below the panels, where it cannot cover a curve.
+        fig.legend(handles, [_short(n, 28) for n in names], loc="outside lower center",
+                   ncol=min(3, len(classes)), fontsize="small",
+                   title="class vs rest (dot: chosen step)", title_fontsize="small")
     elif path_table["chosen"].astype(bool).any():
-        axes[0].legend(fontsize="small", loc="lower right")
+        axes[0].legend(fontsize="small", loc="best")
     if title:
-        axes[0].set_title(title)
+        fig.suptitle(title)
     fig.align_ylabels(axes)
-    fig.tight_layout()
     return fig
+
+
+def _short(text: str, width: int) -> str:
+    """``text`` cut to at most ``width`` characters at a word boundary, with an ellipsis."""
+    text = " ".join(str(text).split())
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1]
+    if " " in cut and not text[width - 1].isspace():
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ;,.:-") + "\u2026"
 
 
 def weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fig=None):
@@ -137,7 +165,12 @@ def weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fi
     ncol = min(len(classes), 3)
     nrow = -(-len(classes) // ncol)
     if fig is None:
-        fig = Figure(figsize=(4.6 * ncol, height * nrow))
+        # Constrained layout sizes the margins to the tick labels and the titles, so labels are
+        # never cut at the figure's edge and the figure title never overlaps a panel title.
+        fig = Figure(figsize=(5.2 * ncol, height * nrow + (0.4 if title else 0.0)),
+                     layout="constrained")
+    elif fig.get_layout_engine() is None:
+        fig.set_layout_engine("constrained")
     axes = np.atleast_1d(fig.subplots(nrow, ncol, squeeze=False)).ravel()
     for ax, cls in zip(axes, classes, strict=False):
         sub = table[(table["class"].astype(str) == cls) & table["selected"].astype(bool)]
@@ -146,8 +179,10 @@ def weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fi
         ypos = np.arange(k)[::-1]
         labels = sub[name_col].astype(str).to_numpy()
         if "description" in sub:
-            desc = sub["description"].fillna("").astype(str).str.slice(0, 22).to_numpy()
-            labels = np.array([f"{g} {d}".strip() for g, d in zip(labels, desc, strict=True)])
+            # The description shortened at a word boundary, with an ellipsis: never cut mid-word.
+            desc = sub["description"].fillna("").astype(str).to_numpy()
+            labels = np.array([_short(f"{g} {d}".strip(), max(LABEL_WIDTH, len(g)))
+                               for g, d in zip(labels, desc, strict=True)])
         mean = sub["mean"].to_numpy(float)
         sd = sub["sd"].to_numpy(float)
         colors = np.where(np.abs(mean) > 2 * sd, "C0", "0.6")
@@ -168,7 +203,6 @@ def weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fi
         ax.set_visible(False)
     if title and len(classes) > 1:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
     return fig
 
 

@@ -22,7 +22,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._validation import check_design, constant_columns
 from .exceptions import DataError
 
-__all__ = ["LOG_CHOICES", "Preprocessor"]
+__all__ = ["LOG_CHOICES", "Preprocessor", "auto_log"]
 
 #: Values of ``Preprocessor(log=...)``: ``auto`` picks ``log2`` or ``none`` from the data.
 LOG_CHOICES = ("auto", "none", "log2", "log10", "ln")
@@ -36,24 +36,75 @@ def _values(X) -> np.ndarray:
     return X.data if sp.issparse(X) else np.asarray(X).ravel()
 
 
-def _min_max(X) -> tuple[float, float]:
-    v = _values(X)
-    if sp.issparse(X) and X.nnz < X.shape[0] * X.shape[1]:
-        lo = min(float(v.min()) if v.size else 0.0, 0.0)
-        hi = max(float(v.max()) if v.size else 0.0, 0.0)
-        return lo, hi
-    return float(v.min()), float(v.max())
+#: ``log="auto"`` decides on the bulk of the genes, so that a minority of odd columns (a numeric
+#: covariate, a label code) cannot flip the decision for every real gene. The data look
+#: log-scaled or centred when more than this fraction of genes has negative values ...
+AUTO_NEGATIVE_GENES = 0.5
+#: ... and like counts or raw intensities when, of the genes without negative values, at least
+#: this fraction reaches above :data:`AUTO_LARGE_VALUE` (log-scaled expression stays below about
+#: 25: log2 of 3e7) ...
+AUTO_LARGE_GENES = 0.1
+AUTO_LARGE_VALUE = 50.0
+#: ... or at least this fraction is integer-valued (counts).
+AUTO_INTEGER_GENES = 0.5
+_BLOCK = 512  # genes per block when scanning a dense matrix (bounded temporary memory)
 
 
-def _looks_like_counts(X) -> bool:
-    """True when X looks like counts or raw intensities: non-negative and large, or integer-valued."""
-    lo, hi = _min_max(X)
-    if lo < 0:
-        return False
-    if hi > 100:
-        return True
-    v = _values(X)
-    return bool(hi > 1 and np.all(v == np.round(v)))
+def _gene_stats(X) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-gene minimum, maximum and whether every value is an integer; shape (n_genes,) each."""
+    if sp.issparse(X):
+        X = sp.csc_matrix(X)
+        lo = np.asarray(X.min(axis=0).toarray()).ravel()
+        hi = np.asarray(X.max(axis=0).toarray()).ravel()
+        frac = X.data != np.round(X.data)
+        cols = np.repeat(np.arange(X.shape[1]), np.diff(X.indptr))
+        integer = np.bincount(cols[frac], minlength=X.shape[1]) == 0
+        return lo, hi, integer
+    X = np.asarray(X)
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    integer = np.empty(X.shape[1], dtype=bool)
+    for j in range(0, X.shape[1], _BLOCK):
+        block = X[:, j:j + _BLOCK]
+        integer[j:j + _BLOCK] = np.all(block == np.round(block), axis=0)
+    return lo, hi, integer
+
+
+def auto_log(X) -> tuple[str, str]:
+    """The ``log="auto"`` decision for ``X`` (samples x genes): ``("log2" or "none", reason)``.
+
+    Decided on the bulk of the genes, not on the extreme values of the matrix: no log when more
+    than half the genes have negative values (log-scaled or centred data); else ``log2`` when at
+    least 10% of the genes without negative values reach above 50 (raw intensities, TPM) or at
+    least half of them are integer-valued (counts); else no log. The reason says which rule
+    decided, with its numbers.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> counts = np.arange(40.0).reshape(8, 5)
+    >>> auto_log(counts)[0]
+    'log2'
+    >>> code = np.array([[-1.0], [1.0]] * 4)  # one odd column does not flip the decision
+    >>> auto_log(np.hstack([counts, code]))
+    ('log2', '5 of 6 genes are integer-valued: counts')
+    """
+    lo, hi, integer = _gene_stats(X)
+    n = lo.size
+    negative = lo < 0
+    if negative.sum() > AUTO_NEGATIVE_GENES * n:
+        return "none", (f"{int(negative.sum())} of {n} genes have negative values: data look "
+                        "log-scaled or centred")
+    bulk = ~negative
+    n_bulk = int(bulk.sum())
+    large = int((hi[bulk] > AUTO_LARGE_VALUE).sum())
+    if large >= AUTO_LARGE_GENES * n_bulk:
+        return "log2", f"{large} of {n} genes reach above {AUTO_LARGE_VALUE:g}: counts or intensities"
+    varying = bulk & (hi > 1)
+    n_int = int((integer & varying).sum())
+    if n_int >= AUTO_INTEGER_GENES * max(int(varying.sum()), 1) and n_int > 0:
+        return "log2", f"{n_int} of {n} genes are integer-valued: counts"
+    return "none", (f"{n - large} of {n} genes stay below {AUTO_LARGE_VALUE:g} and are not "
+                    "counts: data look log-scaled")
 
 
 class Preprocessor(TransformerMixin, BaseEstimator):
@@ -72,10 +123,11 @@ class Preprocessor(TransformerMixin, BaseEstimator):
     Parameters
     ----------
     log : {"auto", "none", "log2", "log10", "ln"}, default="auto"
-        ``"auto"`` chooses ``"log2"`` when the (floored, capped) training data look like counts or
-        raw intensities (no negative values, and a maximum above 100 or integer values), and
-        ``"none"`` otherwise (data already on a log scale, or centred/scaled). The choice made is in
-        ``log_``.
+        ``"auto"`` chooses ``"log2"`` when the bulk of the (floored, capped) training genes look
+        like counts or raw intensities, and ``"none"`` when they look log-scaled or centred (see
+        :func:`auto_log`: a minority of odd columns does not flip the choice). The choice made is in
+        ``log_``, and why in ``log_reason_``. Genes with values the chosen log cannot take raise
+        :class:`DataError` naming them.
     pseudocount : float, optional
         Added before taking logs. The default is 0 when a positive ``floor`` is set (the floor
         already keeps the logs finite: the Golub convention is ``log10`` of floored values) and
@@ -90,6 +142,8 @@ class Preprocessor(TransformerMixin, BaseEstimator):
     ----------
     log_ : str
         The transform actually applied (never ``"auto"``).
+    log_reason_ : str
+        Why: the rule of :func:`auto_log` that decided, with its numbers, or ``"requested"``.
     pseudocount_ : float
         The pseudocount actually used.
     keep_ : ndarray of bool, shape (n_features_in_,)
@@ -204,9 +258,10 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             self.pseudocount_ = float(self.pseudocount)
         clipped = self._clip(X, self.floor, self.cap)
         if self.log == "auto":
-            self.log_ = "log2" if _looks_like_counts(clipped) else "none"
+            self.log_, self.log_reason_ = auto_log(clipped)
         else:
-            self.log_ = self.log
+            self.log_, self.log_reason_ = self.log, "requested"
+        self._check_log_domain(clipped)
         Z = self._log(clipped, self.log_, self.pseudocount_)
         self.keep_ = ~constant_columns(Z)
         self.n_dropped_ = int((~self.keep_).sum())
@@ -234,6 +289,24 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             self.center_ = np.zeros(n_kept)
             self.scale_ = np.ones(n_kept)
         return self
+
+    def _check_log_domain(self, X) -> None:
+        """Refuse a log of values <= -pseudocount, naming the genes that hold them."""
+        if self.log_ == "none":
+            return
+        lo = _gene_stats(X)[0]
+        bad = np.flatnonzero(lo + self.pseudocount_ <= 0)
+        if not bad.size:
+            return
+        names = getattr(self, "feature_names_in_", None)
+        shown = [repr(str(names[j])) if names is not None else f"column {j}" for j in bad[:5]]
+        more = ", ..." if bad.size > 5 else ""
+        why = (f" (auto: {self.log_reason_})" if self.log == "auto" else "")
+        msg = (f"cannot take {self.log_}{why}: {bad.size} gene(s) have values <= "
+               f"{-self.pseudocount_:g} ({', '.join(shown)}{more}; minimum {float(lo.min()):g}); "
+               "leave those columns out (--drop), set a floor (e.g. --floor 100 for raw "
+               "intensities) or --log none")
+        raise DataError(msg)
 
     def transform(self, X):
         """Apply the fitted steps; returns an array (or sparse matrix) of shape (n_samples, n_kept)."""
@@ -297,12 +370,12 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             parts.append(f"floor {self.floor:g}")
         if self.cap is not None:
             parts.append(f"cap {self.cap:g}")
+        auto = f" (auto: {self.log_reason_})" if self.log == "auto" else ""
         if self.log_ != "none":
             pc = "" if self.pseudocount_ == 0 else f" + {self.pseudocount_:g}"
-            auto = " (auto: data look like counts/intensities)" if self.log == "auto" else ""
             parts.append(f"{self.log_}(x{pc}){auto}")
         else:
-            parts.append("no log" + (" (auto: data look log-scaled)" if self.log == "auto" else ""))
+            parts.append(f"no log{auto}")
         parts.append(f"dropped {self.n_dropped_} constant gene(s)")
         if self.standardize:
             parts.append("scaled per gene" if self.sparse_ else "standardised per gene")

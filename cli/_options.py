@@ -71,6 +71,26 @@ GenesInRowsOpt = Annotated[
         "a label row or --labels).",
     ),
 ]
+GeneColumnsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--gene-columns",
+        help="CSV/TSV only: the gene columns (rows with --genes-in-rows), comma-separated names "
+        "or FIRST:LAST ranges (repeatable). Every other numeric column is a sample annotation. "
+        "Default: every numeric column, except those named like annotations (age, batch, code, "
+        "label_num, ...), which are set aside with a warning.",
+        show_default=False,
+    ),
+]
+DropOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--drop",
+        help="CSV/TSV only: numeric columns that are not genes (covariates, codes), "
+        "comma-separated names or FIRST:LAST ranges (repeatable); kept as sample annotations.",
+        show_default=False,
+    ),
+]
 LabelsOpt = Annotated[
     Path | None,
     typer.Option(
@@ -84,9 +104,10 @@ LogOpt = Annotated[
     LogChoice,
     typer.Option(
         "--log",
-        help="Log transform log_b(x + pseudocount). 'auto': log2 when the (floored, capped) data "
-        "look like counts or raw intensities (no negatives, and max > 100 or integer values), "
-        "none when they look log-scaled or standardised; the choice is reported.",
+        help="Log transform log_b(x + pseudocount). 'auto', decided on the bulk of the genes: "
+        "none when most genes have negative values; else log2 when at least 10% of the genes "
+        "reach above 50 or most are integer-valued (counts, intensities); else none. The choice "
+        "and its reason are reported.",
         case_sensitive=False,
     ),
 ]
@@ -144,14 +165,31 @@ QuietOpt = Annotated[
 ]
 
 
-def read_input(data, *, genes_in_rows, label_key, labels, layer=None):
+def _column_list(values) -> list[str] | None:
+    """``--gene-columns a,b --gene-columns c:d`` -> ``["a", "b", "c:d"]`` (None when not given)."""
+    if values is None:
+        return None
+    out = [item.strip() for value in values for item in str(value).split(",") if item.strip()]
+    return out
+
+
+def read_input(data, *, genes_in_rows, label_key, labels, layer=None, gene_columns=None,
+               drop=None, check_columns=True):
     import ardselect
 
     check_input(data)
     if labels is not None:
         check_input(labels)
+    gene_columns, drop = _column_list(gene_columns), _column_list(drop) or []
+    if (gene_columns is not None or drop) and ardselect.io.detect_format(data) not in ("csv", "tsv"):
+        msg = "--gene-columns and --drop apply to CSV/TSV tables only"
+        raise UsageError(msg)
+    if gene_columns is not None and not gene_columns:
+        msg = "--gene-columns names no column"
+        raise UsageError(msg)
     return ardselect.io.read_data(
-        data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels, layer=layer
+        data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels, layer=layer,
+        gene_columns=gene_columns, drop=drop, check_columns=check_columns,
     )
 
 

@@ -7,6 +7,7 @@ import importlib.util
 import logging
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import warnings
@@ -159,12 +160,58 @@ def check_input(path: Path) -> Path:
     return path
 
 
-def check_output(path: Path, *, overwrite: bool, kind: str = "output") -> Path:
-    """Refuse an existing output without ``--overwrite`` (usage error, exit 2)."""
+def is_stream(path: Path) -> bool:
+    """True for ``-`` and for outputs written through, never replaced (``/dev/null``, a pipe).
+
+    Also ``/dev/stdout``, ``/dev/fd/N`` and terminals. ``/dev/stdout`` is a symlink into ``/proc/<pid>/fd``, whose target may be a regular file (the
+    shell's redirection); it is still a stream, written in place.
+    """
+    if str(path) == "-":
+        return True
+    path = Path(os.path.abspath(path))
+    if path.is_symlink() and os.readlink(path).startswith("/proc/"):
+        return True
+    if os.path.realpath(path.parent).startswith("/proc/"):
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _kind_of(path: Path) -> str:
+    mode = os.stat(path).st_mode
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISDIR, "a folder"), (stat.S_ISREG, "a file")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def check_output(path: Path, *, overwrite: bool, kind: str = "output", folder: bool = False) -> Path:
+    """Refuse an existing output without ``--overwrite``, and any output that cannot be replaced.
+
+    Usage errors (exit 2). An output is written to a temporary sibling and renamed into place, so
+    an existing path must be of the kind written: a folder for ``folder=True``, else a regular
+    file. A device such as ``/dev/null`` or a pipe is refused here, never replaced; commands that
+    can stream (``predict -o``) check :func:`is_stream` first.
+    """
     path = Path(path)
-    if path.exists() and not overwrite:
-        msg = f"{kind} {path} already exists; use --overwrite to replace it"
-        raise UsageError(msg)
+    if path.exists() or path.is_symlink():
+        if not path.exists():
+            msg = f"{kind} {path} is a broken symbolic link; remove it or give another name"
+            raise UsageError(msg)
+        actual = _kind_of(path)
+        wanted = "a folder" if folder else "a file"
+        if actual != wanted or (folder and path.is_symlink()):
+            what = "a symbolic link" if folder and path.is_symlink() else actual
+            msg = f"{kind} {path} exists and is {what}, not {wanted} that can be replaced"
+            raise UsageError(msg)
+        if not overwrite:
+            msg = f"{kind} {path} already exists; use --overwrite to replace it"
+            raise UsageError(msg)
     return path
 
 

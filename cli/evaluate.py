@@ -11,7 +11,9 @@ import typer
 from ._options import (
     CapOpt,
     DataArg,
+    DropOpt,
     FloorOpt,
+    GeneColumnsOpt,
     GenesInRowsOpt,
     LabelKeyOpt,
     LabelsOpt,
@@ -41,6 +43,8 @@ def evaluate(
     use_raw: UseRawOpt = False,
     genes_in_rows: GenesInRowsOpt = False,
     labels: LabelsOpt = None,
+    gene_columns: GeneColumnsOpt = None,
+    drop: DropOpt = None,
     log: LogOpt = LogChoice.auto,
     pseudocount: PseudocountOpt = None,
     floor: FloorOpt = None,
@@ -118,10 +122,10 @@ def evaluate(
             raise UsageError(msg)
         if out is not None:
             ardselect.pl.require_matplotlib()  # calibration.png, before the partitions run
-            check_output(out, overwrite=overwrite, kind="output folder")
+            check_output(out, overwrite=overwrite, kind="output folder", folder=True)
         check_source_options(data, layer, use_raw)
         adata = read_input(data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels,
-                      layer=layer)
+                           layer=layer, gene_columns=gene_columns, drop=drop)
         check_label_key(adata, label_key, data)
         group_values = None
         if groups is not None:

@@ -12,7 +12,9 @@ from ._options import (
     CapOpt,
     Criterion,
     DataArg,
+    DropOpt,
     FloorOpt,
+    GeneColumnsOpt,
     GenesInRowsOpt,
     LabelKeyOpt,
     LabelsOpt,
@@ -53,6 +55,8 @@ def fit(
     use_raw: UseRawOpt = False,
     genes_in_rows: GenesInRowsOpt = False,
     labels: LabelsOpt = None,
+    gene_columns: GeneColumnsOpt = None,
+    drop: DropOpt = None,
     symbol_key: Annotated[
         str | None,
         typer.Option(
@@ -89,25 +93,27 @@ def fit(
     overwrite: OverwriteOpt = False,
     quiet: QuietOpt = False,
     show: Annotated[
-        int, typer.Option("--show", help="Genes listed in the summary (per class).")
+        int,
+        typer.Option("--show", help="Genes listed in the summary (per class); 0: no gene table."),
     ] = 10,
 ):
     """Fit ARD on DATA and write the ranked genes, gene sets, path and a portable model."""
     with handle_errors():
         import ardselect
 
+        if show < 0:
+            msg = f"--show must be 0 or more, got {show}"
+            raise UsageError(msg)
         if write_h5ad is not None and write_h5ad.suffix != ".h5ad":
             msg = f"--write-h5ad needs a .h5ad file name, got {write_h5ad.name}"
             raise UsageError(msg)
         ardselect.pl.require_matplotlib()  # before the fit, not after it
-        check_output(out, overwrite=overwrite, kind="output folder")
-        if out.exists() and not out.is_dir():
-            msg = f"output {out} exists and is not a folder"
-            raise UsageError(msg)
+        check_output(out, overwrite=overwrite, kind="output folder", folder=True)
         if write_h5ad is not None:
             check_output(write_h5ad, overwrite=overwrite, kind="file")
         check_source_options(data, layer, use_raw)
-        adata = read_input(data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels)
+        adata = read_input(data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels,
+                           gene_columns=gene_columns, drop=drop)
         check_label_key(adata, label_key, data)
         y = adata.obs[label_key]
         n_classes = y.dropna().astype(str).nunique()
@@ -169,25 +175,36 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show):
         f"{label_key}: {class_counts(adata.obs[label_key])}"
     )
     console.print(f"preprocessing: {pre['description']}")
+    shown = False
     for cls in dict.fromkeys(ranked["class"]):
         block = ranked[ranked["class"] == cls]
         n_sel = int(block["selected"].sum())
         step = ardselect.get.chosen_steps(adata)[cls]
         what = f"{cls} vs rest" if len(classes) > 2 else f"{classes[1]} vs {classes[0]}"
         console.print(f"{what}: {n_sel} gene(s) selected by {criterion} (path step {step})")
+        rows = block[block["selected"]].head(show)
+        if rows.empty:  # --show 0, or no gene selected: no empty table
+            continue
         table = Table()
         for col, kw in (
             ("rank", {"justify": "right"}),
             ("gene", {}),
             ("description", {"overflow": "ellipsis", "max_width": 40}),
+            ("relevance", {"justify": "right"}),
             ("weight", {"justify": "right"}),
             ("sd", {"justify": "right"}),
         ):
             table.add_column(col, **kw)
-        for row in block[block["selected"]].head(show).itertuples():
-            table.add_row(
-                str(row.rank), row.gene, row.description, f"{row.mean:+.3f}", f"{row.sd:.3f}"
-            )
+        for row in rows.itertuples():
+            table.add_row(str(row.rank), row.gene, row.description, f"{row.relevance:.3g}",
+                          f"{row.mean:+.3f}", f"{row.sd:.3f}")
         console.print(table)
+        shown = True
+    if shown:
+        console.print(
+            "rank: by relevance = 1/alpha, the prior variance ARD gives the gene's weight (ties "
+            "keep input order); weight: posterior mean +- sd, smaller when correlated genes "
+            "share the signal"
+        )
     written = ", ".join(f"{out}/{name}" for name in FIT_OUTPUTS)
     console.print(f"wrote {written}" + (f", {write_h5ad}" if write_h5ad else ""))

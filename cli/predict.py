@@ -18,7 +18,15 @@ from ._options import (
     check_label_key,
     read_input,
 )
-from ._util import Transaction, UsageError, check_input, check_output, handle_errors, info_line
+from ._util import (
+    Transaction,
+    UsageError,
+    check_input,
+    check_output,
+    handle_errors,
+    info_line,
+    is_stream,
+)
 
 
 def predict(
@@ -32,7 +40,8 @@ def predict(
     out: Annotated[
         Path,
         typer.Option(
-            "--out", "-o", help="Predictions TSV ('-' for stdout); written atomically."
+            "--out", "-o", help="Predictions TSV, written atomically; '-' for stdout. Devices "
+            "and pipes (/dev/null, /dev/stdout, a FIFO) are written through."
         ),
     ] = Path("-"),
     label_key: Annotated[
@@ -63,7 +72,8 @@ def predict(
         import ardselect
 
         to_stdout = str(out) == "-"
-        if not to_stdout:
+        stream = is_stream(out)
+        if not stream:
             check_output(out, overwrite=overwrite, kind="file")
         check_input(model)
         portable = ardselect.model.load_model(model)
@@ -75,7 +85,7 @@ def predict(
             raise UsageError(msg)
         adata = read_input(
             data, genes_in_rows=genes_in_rows, label_key=label_key or "label", labels=labels,
-            layer=layer,
+            layer=layer, check_columns=False,  # the model takes its own genes, by name
         )
         if label_key is not None:
             check_label_key(adata, label_key, data)
@@ -95,6 +105,9 @@ def predict(
         text = table.to_csv(sep="\t", index=False, lineterminator="\n", float_format="%.12g")
         if to_stdout:
             sys.stdout.write(text)
+        elif stream:  # a device or pipe: written through, never replaced
+            with open(out, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(text)
         else:
             with Transaction() as tx:
                 tmp = tx.file(out)

@@ -604,3 +604,172 @@ def test_use_raw_model_predicts_on_raw(adata_factory, tmp_path):
     assert not (tmp_path / "q.tsv").exists()
     result = run("predict", out / "model.json", path, "--layer", "counts", "-o", tmp_path / "q.tsv")
     assert_one_line_error(result, 2, "--layer counts would score other values")
+
+
+# ------------------------------------------------------------------ numeric non-gene columns
+
+
+@pytest.fixture(scope="module")
+def coded(tmp_path_factory, expression):
+    """Issue 12, item 3: a table with a numeric `code` column whose sign is the label."""
+    d = tmp_path_factory.mktemp("coded")
+    df = expression(n_samples=30, n_genes=12, seed=31)
+    rng = np.random.default_rng(31)
+    sign = np.where(df["label"] == "case", 1.0, -1.0)
+    df.insert(2, "code", sign * rng.uniform(0.5, 2.0, size=len(df)))
+    df.to_csv(d / "coded.csv", index=False)
+    df.drop(columns="code").assign(y=np.where(sign > 0, 7.0, 3.0)).to_csv(d / "y.csv", index=False)
+    return d
+
+
+def test_annotation_named_column_is_not_a_gene(coded, tmp_path):
+    out = tmp_path / "r"
+    result = run("fit", coded / "coded.csv", "--out", out)
+    assert result.exit_code == 0, result.stderr
+    assert ("ardselect: warning: 1 numeric column(s) of coded.csv read as sample annotations, not "
+            "genes, and are left out of the genes: 'code' (name them with --gene-columns to use "
+            "them as genes)") in result.stderr
+    genes = pd.read_csv(out / "genes.tsv", sep="\t")
+    assert "code" not in set(genes["gene"])
+    assert len(genes) == 12
+    # The auto log is decided on the real genes, and the decision is printed with its reason.
+    assert "log2(x + 1) (auto: 12 of 12 genes reach above 50" in result.stdout
+
+
+def test_gene_columns_and_drop_choose_the_genes(coded, tmp_path):
+    result = run("fit", coded / "coded.csv", "--gene-columns", "G0:G11", "--out", tmp_path / "a",
+                 "-q")
+    assert result.exit_code == 0, result.stderr
+    assert "warning" not in result.stderr
+    genes = pd.read_csv(tmp_path / "a" / "genes.tsv", sep="\t")
+    assert sorted(genes["gene"]) == sorted(f"G{j}" for j in range(12))
+    result = run("fit", coded / "coded.csv", "--drop", "code", "--gene-columns", "G0,G1",
+                 "--gene-columns", "G2:G5", "--out", tmp_path / "b", "-q")
+    assert result.exit_code == 0, result.stderr
+    genes = pd.read_csv(tmp_path / "b" / "genes.tsv", sep="\t")
+    assert sorted(genes["gene"]) == sorted(f"G{j}" for j in range(6))
+
+
+def test_a_named_gene_with_negatives_is_refused_by_the_log(coded, tmp_path):
+    # Forced to be a gene, `code` cannot take the automatic log2 of the count genes: an error
+    # naming it, not a log silently switched off for every gene.
+    result = run("fit", coded / "coded.csv", "--gene-columns", "code,G0:G11", "--out",
+                 tmp_path / "r")
+    assert_one_line_error(result, 1, r"cannot take log2 \(auto: 12 of 13 genes reach above 50: "
+                                     r"counts or intensities\): 1 gene\(s\) have values <= -1 "
+                                     r"\('code'; minimum -\d")
+    assert not (tmp_path / "r").exists()
+
+
+def test_column_encoding_the_label_is_refused(coded, tmp_path):
+    result = run("fit", coded / "y.csv", "--out", tmp_path / "r")
+    assert_one_line_error(result, 1, r"column\(s\) 'y' encode the label 'label' \(a single value "
+                                     r"within each class\): they cannot be genes; leave them out "
+                                     r"with --drop y")
+    assert not (tmp_path / "r").exists()
+    result = run("fit", coded / "y.csv", "--drop", "y", "--out", tmp_path / "r", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert "y" not in set(pd.read_csv(tmp_path / "r" / "genes.tsv", sep="\t")["gene"])
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "pattern"),
+    [(["--drop", "nope"], 1, r"drop: 'nope' is not a numeric column of the table \(nor a "
+                             r"FIRST:LAST range of them\); numeric columns: code, G0, G1"),
+     (["--gene-columns", "G5:G1"], 1, r"range 'G5:G1' runs backwards"),
+     (["--gene-columns", "G1", "--drop", "G1"], 1, r"'G1' are both dropped and gene columns"),
+     (["--gene-columns", ","], 2, r"--gene-columns names no column")],
+)
+def test_bad_column_choices(coded, tmp_path, args, code, pattern):
+    result = run("fit", coded / "coded.csv", *args, "--out", tmp_path / "r")
+    assert_one_line_error(result, code, pattern)
+
+
+def test_column_choices_need_a_table(adata_factory, tmp_path):
+    path = tmp_path / "d.h5ad"
+    adata_factory(n_samples=12, n_genes=6).write_h5ad(path)
+    result = run("fit", path, "--drop", "G1", "--out", tmp_path / "r")
+    assert_one_line_error(result, 2, r"--gene-columns and --drop apply to CSV/TSV tables only")
+
+
+def test_predict_does_not_warn_about_annotation_columns(coded, tmp_path):
+    out = tmp_path / "r"
+    assert run("fit", coded / "coded.csv", "--out", out, "-q").exit_code == 0
+    result = run("predict", out / "model.json", coded / "coded.csv", "-o", tmp_path / "p.tsv")
+    assert result.exit_code == 0, result.stderr
+    assert "warning" not in result.stderr
+
+
+# ------------------------------------------------------------------ summary and special outputs
+
+
+def test_summary_shows_what_the_rank_means(fitted):
+    # Issue 12: the rank (by 1/alpha) looked out of order against the printed weights.
+    result, _, _ = fitted
+    header = next(ln for ln in result.stdout.splitlines() if "rank" in ln and "gene" in ln)
+    assert "relevance" in header
+    assert ("rank: by relevance = 1/alpha, the prior variance ARD gives the gene's weight (ties "
+            "keep input order)") in result.stdout
+
+
+def test_show_zero_prints_no_table(data, tmp_path):
+    result = run("fit", data / "multi.tsv", "--show", "0", "--out", tmp_path / "r")
+    assert result.exit_code == 0, result.stderr
+    assert "rank" not in result.stdout
+    assert "┏" not in result.stdout
+    assert result.stdout.count("gene(s) selected by loo") == 3
+    result = run("fit", data / "multi.tsv", "--show", "-1", "--out", tmp_path / "s")
+    assert_one_line_error(result, 2, r"--show must be 0 or more, got -1")
+
+
+def test_predict_writes_through_devices(fitted, data, tmp_path):
+    _, out, _ = fitted
+    result = run("predict", out / "model.json", data / "test.csv", "-o", "/dev/null")
+    assert result.exit_code == 0, result.stderr
+    assert Path("/dev/null").is_char_device()
+    # Like `-o /dev/stdout > file`: a link into /proc/self/fd whose descriptor is a regular file.
+    # It is written through (the file gets the table) and the link itself is left alone.
+    target = tmp_path / "redirected.tsv"
+    link = tmp_path / "stdout-link"
+    with open(target, "w") as fh:
+        os.symlink(f"/proc/self/fd/{fh.fileno()}", link)
+        result = run("predict", out / "model.json", data / "test.csv", "-o", link)
+        assert result.exit_code == 0, result.stderr
+        assert link.is_symlink()
+    assert target.read_text().startswith("sample\tlabel\tpredicted\tprob_case")
+    from ardselect_cli._util import is_stream
+
+    assert is_stream(Path("/dev/stdout"))
+    assert is_stream(Path("-"))
+    assert not is_stream(target)
+    assert not is_stream(tmp_path / "new.tsv")
+
+
+@pytest.mark.parametrize(
+    ("command", "extra"),
+    [("evaluate", ["--splits", "1"]), ("fit", []), ("predict", None), ("example", None)],
+)
+def test_devices_and_pipes_are_never_replaced(fitted, data, tmp_path, command, extra):
+    # `-o /dev/null --overwrite` once replaced (fit, evaluate: deleted) the device; a pipe in a
+    # temporary folder stands in for it here.
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    _, out, _ = fitted
+    if command == "predict":
+        args = ["predict", out / "model.json", data / "test.csv", "-o", tmp_path / "p.tsv",
+                "--overwrite"]
+        (tmp_path / "p.tsv").mkdir()
+        result = run(*args)
+        assert_one_line_error(result, 2, r"file .*p\.tsv exists and is a folder, not a file")
+        return
+    if command == "example":
+        pipe_h5ad = tmp_path / "pipe.h5ad"
+        os.mkfifo(pipe_h5ad)
+        result = run("example", "leukaemia", pipe_h5ad, "--overwrite")
+        assert_one_line_error(result, 2, r"pipe\.h5ad exists and is a named pipe, not a file")
+        assert pipe_h5ad.is_fifo()
+        return
+    result = run(command, data / "train.csv", *extra, "-o", pipe, "--overwrite", "-q")
+    assert_one_line_error(result, 2, r"output folder .*pipe exists and is a named pipe, not a "
+                                     r"folder that can be replaced")
+    assert pipe.is_fifo()

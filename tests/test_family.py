@@ -47,3 +47,45 @@ def test_laplace_against_a_long_gibbs_run(seed):
     p_lap = expit(m / np.sqrt(1 + np.pi * v / 8))
     p_gibbs = norm.cdf(G @ W.T).mean(axis=1)
     assert np.max(np.abs(p_lap - p_gibbs)) < 0.06
+
+
+# Issue 12, item 7: decision_function must rank samples as predict_proba does. Each classifier
+# whose probability integrates over the latent's posterior variance returns the moderated latent,
+# of which the probability is a fixed increasing function (probit or logistic).
+_MODERATED = [
+    ("ARDClassifier", {}, norm.cdf),
+    ("RVMClassifier", {"gamma": 0.5}, expit),
+    ("VariationalRVMClassifier", {"gamma": 0.5, "moderated": True}, expit),
+    ("VariationalRVMClassifier", {"gamma": 0.5}, expit),
+]
+
+
+@pytest.mark.parametrize(("name", "params", "link"), _MODERATED)
+def test_decision_function_is_the_score_of_predict_proba(name, params, link):
+    import ardselect
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(50, 2))
+    y = (X[:, 0] + 0.5 * X[:, 1] + 0.5 * rng.normal(size=50) > 0).astype(int)
+    clf = getattr(ardselect, name)(**params).fit(X, y)
+    # Near and far points: far from the data the latent variance is large, and the posterior
+    # mean alone ranks them differently from the probabilities.
+    G = np.vstack([rng.normal(size=(40, 2)), 6 * rng.normal(size=(40, 2))])
+    score = clf.decision_function(G)
+    proba = clf.predict_proba(G)[:, 1]
+    np.testing.assert_allclose(link(score), proba, rtol=1e-10, atol=1e-300)
+    order = np.argsort(score, kind="stable")
+    assert np.all(np.diff(proba[order]) >= -1e-15)
+    np.testing.assert_array_equal(clf.predict(G), clf.classes_[(score > 0).astype(int)])
+
+
+def test_multiclass_decision_function_argmax_is_the_prediction():
+    from ardselect import ARDClassifier
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(60, 3))
+    y = np.argmax(X + 0.3 * rng.normal(size=(60, 3)), axis=1)
+    clf = ARDClassifier().fit(X, y)
+    G = np.vstack([X, 8 * rng.normal(size=(60, 3))])
+    np.testing.assert_array_equal(clf.classes_[np.argmax(clf.decision_function(G), axis=1)],
+                                  clf.predict(G))

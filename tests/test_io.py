@@ -102,6 +102,41 @@ def test_labels_from_table(tmp_path, expression):
         aio.read_data(path, labels=lab)
 
 
+def test_annotation_rows_and_label_codes_with_genes_in_rows(tmp_path, expression):
+    # Issue 12, item 3, genes in rows: an `age` row is an annotation (warned), and a row that
+    # encodes labels given in a separate file is refused.
+    df = expression(n_samples=8, n_genes=4)
+    genes = df.drop(columns=["sample", "label"]).T
+    genes.columns = df["sample"].to_numpy()
+    genes.loc["age"] = np.arange(30.0, 38.0)
+    path = tmp_path / "g.csv"
+    genes.rename_axis("gene").to_csv(path)
+    with pytest.warns(aio.AnnotationColumnWarning, match=r"left out of the genes: 'age'"):
+        adata = aio.read_data(path, genes_in_rows=True)
+    assert list(adata.var_names) == ["G0", "G1", "G2", "G3"]
+    np.testing.assert_array_equal(adata.obs["age"], np.arange(30.0, 38.0))
+    genes.loc["status"] = np.where(df["label"] == "case", 1.0, 0.0)
+    genes.loc["z"] = genes.loc["status"]
+    genes.rename_axis("gene").to_csv(path)
+    lab = tmp_path / "labels.csv"
+    df[["sample", "label"]].to_csv(lab, index=False)
+    with pytest.raises(DataError, match=r"column\(s\) 'z' encode the label 'label'"), \
+            pytest.warns(aio.AnnotationColumnWarning, match="'age', 'status'"):
+        aio.read_data(path, genes_in_rows=True, labels=lab)
+    adata = aio.read_data(path, genes_in_rows=True, labels=lab, gene_columns=["G0:G3"])
+    assert list(adata.var_names) == ["G0", "G1", "G2", "G3"]
+    assert {"age", "status", "z"} <= set(adata.obs.columns)
+    # Without the checks (predict: the model takes its genes by name) every row is a gene.
+    assert aio.read_data(path, genes_in_rows=True, check_columns=False).n_vars == 7
+
+
+def test_column_choices_refused_outside_tables(tmp_path, adata_factory):
+    path = tmp_path / "a.h5ad"
+    adata_factory(n_samples=6, n_genes=3).write_h5ad(path)
+    with pytest.raises(FileFormatError, match="applies to CSV/TSV tables, not h5ad"):
+        aio.read_data(path, drop=["G0"])
+
+
 def test_duplicated_genes_csv(tmp_path, expression):
     df = expression(n_samples=6, n_genes=3)
     path = tmp_path / "x.csv"

@@ -31,34 +31,86 @@ def test_path_png_deterministic(tmp_path):
     assert a.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_path_plot_loo_probability_is_log_scaled_down_to_its_smallest_value():
-    """The LOO error probability panel is log-scaled down to its smallest value.
+def _path_table(loo_prob, classes=("b",)):
+    rows = []
+    for k, cls in enumerate(classes):
+        for step, p in enumerate(loo_prob):
+            rows.append({"class": cls, "step": step, "log_evidence": -9.0 + step + k,
+                         "loo_error": 0.2 / (step + 1), "loo_prob_error": p,
+                         "n_features": step + 1, "chosen": step == 1})
+    return pd.DataFrame(rows)
 
-    Separable data give LOO error probabilities near 1e-300 (and exact zeros): the panel is on a
-    log scale whose range reaches the smallest value, with zeros drawn at the 1e-300 floor.
+
+def test_loo_probability_axis_stops_at_the_floor():
+    """Issue 12, item 11: values of 1e-40 or 1e-300 carry no information; the axis stops at 1e-6.
+
+    Values below the floor (and exact zeros) are drawn at it, and its tick says so.
     """
-    path_table = pd.DataFrame(
-        {
-            "class": ["b"] * 4,
-            "step": [0, 1, 2, 3],
-            "log_evidence": [-9.0, -8.0, -7.5, -7.4],
-            "loo_error": [0.2, 0.0, 0.0, 0.0],
-            "loo_prob_error": [0.21, 1e-40, 1e-120, 0.0],
-            "n_features": [1, 2, 3, 3],
-            "chosen": [False, True, False, False],
-        }
-    )
-    ax = pl.path(path_table).axes[2]
+    ax = pl.path(_path_table([0.21, 1e-40, 1e-120, 0.0])).axes[2]
     assert ax.get_yscale() == "log"
     lo, hi = ax.get_ylim()
-    assert lo <= 1e-300
-    assert 1.0 <= hi < 10.0
-    line = ax.get_lines()[0].get_ydata()
-    np.testing.assert_array_equal(line, [0.21, 1e-40, 1e-120, 1e-300])
-    ticks = ax.get_yticks()
-    assert ticks.max() == 1.0
-    assert ticks.min() >= lo
-    assert len(ticks) >= 3
+    assert pl.LOO_PROB_FLOOR * 0.5 < lo < pl.LOO_PROB_FLOOR
+    assert 1.0 <= hi < 2.0
+    np.testing.assert_array_equal(ax.get_lines()[0].get_ydata(), [0.21, 1e-6, 1e-6, 1e-6])
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[0] == "\u22641e-6"
+    assert labels[-1] == "1"
+
+
+def test_loo_probability_axis_follows_the_data_above_the_floor():
+    ax = pl.path(_path_table([0.3, 0.05, 0.002, 0.004])).axes[2]
+    lo, _ = ax.get_ylim()
+    assert 1e-4 < lo < 1e-3  # down to the decade of the smallest value, not further
+    assert not any(t.get_text().startswith("\u2264") for t in ax.get_yticklabels())
+
+
+def _boxes(fig):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()
+    return fig.canvas.get_renderer()
+
+
+def test_multiclass_path_legend_is_off_the_curves_and_title_clear():
+    classes = ["CD4+/CD25 T Reg", "CD8+/CD45RA+ Naive Cytotoxic", "B", "NK"]
+    fig = pl.path(_path_table([0.3, 0.1, 0.01, 0.02], classes), title="a long title " * 4)
+    renderer = _boxes(fig)
+    legend = fig.legends[0].get_window_extent(renderer)
+    for ax in fig.axes:
+        assert not legend.overlaps(ax.get_window_extent(renderer))
+        assert ax.get_legend() is None
+    title = fig._suptitle.get_window_extent(renderer)
+    assert not title.overlaps(fig.axes[0].get_window_extent(renderer))
+    assert title.y0 >= fig.axes[0].get_window_extent(renderer).y1
+    full = fig.bbox
+    for box in (legend, title):
+        assert full.x0 <= box.x0
+        assert box.x1 <= full.x1
+        assert full.y0 <= box.y0
+        assert box.y1 <= full.y1
+
+
+def test_weights_labels_whole_words_inside_the_figure_and_titles_apart():
+    ranked = pd.DataFrame({
+        "class": np.repeat(["CD4+/CD25 T Reg", "b", "c", "d"], 3),
+        "rank": np.tile([1, 2, 3], 4),
+        "gene": [f"M{k}_at" for k in range(12)],
+        "description": ["Hypothetical human serine-threonine protein kinase R31240_1 gene"] * 12,
+        "selected": True,
+        "mean": np.linspace(-2, 2, 12),
+        "sd": 0.3,
+    })
+    fig = pl.weights(ranked, title="a figure title")
+    renderer = _boxes(fig)
+    for ax in fig.axes[:4]:
+        for label in ax.get_yticklabels():
+            text = label.get_text()
+            assert text.endswith("\u2026")
+            assert text[:-1].split()[-1] in ranked["description"].iloc[0].split() + ["M0_at"]
+            box = label.get_window_extent(renderer)
+            assert fig.bbox.x0 <= box.x0
+        title = fig._suptitle.get_window_extent(renderer)
+        assert not title.overlaps(ax.title.get_window_extent(renderer))
 
 
 def test_weights_and_calibration_plots_are_written(tmp_path, expression):

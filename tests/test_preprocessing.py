@@ -43,8 +43,65 @@ def test_preprocessor_default_pseudocount():
 
 def test_preprocessor_log_of_negative():
     X = np.array([[-5.0, 1], [3, 2]])
-    with pytest.raises(DataError, match="cannot take log2 of 1 value.*set a floor"):
+    with pytest.raises(DataError, match=r"cannot take log2: 1 gene\(s\) have values <= -1 "
+                                        r"\('a'; minimum -5\).*set a floor"):
+        Preprocessor(log="log2").fit(X, feature_names=["a", "b"])
+    with pytest.raises(DataError, match=r"\(column 0; minimum -5\)"):
         Preprocessor(log="log2").fit(X)
+
+
+def _counts(rng, n=20, p=30):
+    return rng.poisson(20.0, size=(n, p)).astype(float)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_auto_log_branches(sparse):
+    # Issue 12, item 3: the decision is made on the bulk of the genes, and each branch says why.
+    import scipy.sparse as sps
+
+    from ardselect.preprocessing import auto_log
+
+    rng = np.random.default_rng(0)
+    wrap = sps.csr_matrix if sparse else np.asarray
+    counts = _counts(rng)
+    assert auto_log(wrap(counts)) == ("log2", "30 of 30 genes are integer-valued: counts")
+    intensities = np.exp(rng.normal(5.0, 1.0, size=(20, 30)))  # non-integer, many above 50
+    choice, reason = auto_log(wrap(intensities))
+    assert choice == "log2"
+    assert reason.endswith("genes reach above 50: counts or intensities")
+    logged = np.log2(intensities + 1.0)
+    assert auto_log(wrap(logged)) == (
+        "none", "30 of 30 genes stay below 50 and are not counts: data look log-scaled")
+    centred = logged - logged.mean(axis=0)
+    assert auto_log(wrap(centred)) == (
+        "none", "30 of 30 genes have negative values: data look log-scaled or centred")
+
+
+def test_auto_log_not_flipped_by_a_minority_of_odd_columns():
+    from ardselect.preprocessing import auto_log
+
+    rng = np.random.default_rng(1)
+    counts = _counts(rng)
+    y = np.repeat([-1.0, 1.0], 10)
+    code = y * rng.uniform(0.5, 2.0, size=20)  # its sign is the label
+    assert auto_log(np.column_stack([counts, code]))[0] == "log2"
+    logged = np.log2(np.exp(rng.normal(5.0, 1.0, size=(20, 30))))
+    weight = rng.uniform(60, 120, size=(20, 2))  # two covariates above 50 among 32 columns
+    assert auto_log(np.column_stack([logged, weight]))[0] == "none"
+    # ... and the log then refuses the odd column by name instead of skipping the log silently.
+    pre = Preprocessor()
+    with pytest.raises(DataError, match=r"cannot take log2 \(auto: 30 of 31 genes are "
+                                        r"integer-valued: counts\): 1 gene\(s\) .*'code'"):
+        pre.fit(np.column_stack([counts, code]),
+                feature_names=[f"g{j}" for j in range(30)] + ["code"])
+
+
+def test_describe_prints_the_auto_decision():
+    rng = np.random.default_rng(2)
+    pre = Preprocessor().fit(_counts(rng))
+    assert pre.log_reason_ == "30 of 30 genes are integer-valued: counts"
+    assert "log2(x + 1) (auto: 30 of 30 genes are integer-valued: counts)" in pre.describe()
+    assert Preprocessor(log="none").fit(_counts(rng)).log_reason_ == "requested"
 
 
 def test_preprocessor_standardize_and_replay():

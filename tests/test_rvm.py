@@ -549,8 +549,8 @@ def test_probabilities_labels_and_label_swap(seed):
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     np.testing.assert_array_equal(clf.predict(X), clf.classes_[(proba[:, 1] > 0.5).astype(int)])
     np.testing.assert_allclose(np.exp(clf.predict_log_proba(X)), proba, rtol=1e-12)
-    # moderated probabilities are less confident than the plug-in sigmoid(decision_function)
-    plug = expit(clf.decision_function(X))
+    # moderated probabilities are less confident than the plug-in sigmoid(m) of the latent mode
+    plug = expit(clf._latent(X)[0][:, 0])
     assert np.all(np.abs(proba[:, 1] - 0.5) <= np.abs(plug - 0.5) + 1e-12)
     # swapping the labels flips the latent and keeps the relevance vectors
     swapped = RVMClassifier(gamma=0.5).fit(X, np.where(y == 1, "a_case", "b_ctrl"))
@@ -561,18 +561,8 @@ def test_probabilities_labels_and_label_swap(seed):
 # --------------------------------------------------------------------------------------------------
 # Contract, determinism, input handling
 # --------------------------------------------------------------------------------------------------
-EXPECTED_FAILURES = {
-    "RVMClassifier": {
-        "check_decision_proba_consistency": (
-            "predict_proba integrates over the posterior (MacKay): it depends on the latent "
-            "variance as well as on decision_function, so the two need not rank points alike"),
-    },
-}
-
-
 @parametrize_with_checks(
     [RVMRegressor(), RVMRegressor(optimize_eta=True, eta_max_iter=3), RVMClassifier()],
-    expected_failed_checks=lambda est: EXPECTED_FAILURES.get(type(est).__name__, {}),
 )
 def test_sklearn_contract(estimator, check):
     check(estimator)
