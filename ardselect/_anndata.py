@@ -48,7 +48,12 @@ _RANKED_COLUMNS = (
     "sd",
     "alpha",
     "entered_step",
+    "log_bf",
+    "pip",
+    "p_sign",
 )
+#: Per-gene certainty columns of the ranked table, also written to ``var`` (and ``varm``).
+_CERTAINTY = ("log_bf", "pip", "p_sign")
 _PATH_COLUMNS = (
     "class",
     "step",
@@ -248,6 +253,10 @@ def _rank_core(
                         "sd": 0.0,
                         "alpha": np.inf,
                         "entered_step": pd.array([pd.NA] * dropped.size, dtype="Int64"),
+                        # Dropped before the fit (constant): no evidence either way.
+                        "log_bf": np.nan,
+                        "pip": 0.0,
+                        "p_sign": np.nan,
                     }
                 )
             )
@@ -412,10 +421,15 @@ def rank_genes(
         * ``var[f"{key}_weight"]`` (float64): posterior mean weight of the standardised gene, 0
           outside the model (multi-class: in the problem of the class where it ranks best);
         * ``var[f"{key}_weight_sd"]`` (float64): its posterior standard deviation;
+        * ``var[f"{key}_log_bf"]``, ``var[f"{key}_pip"]``, ``var[f"{key}_p_sign"]`` (float64):
+          the gene's log Bayes factor for being in the chosen model, its posterior inclusion
+          probability and the probability that its weight has the sign of ``weight`` (see
+          :meth:`ardselect.ARDClassifier.ranked_features`; NaN / 0 / NaN for constant genes);
         * multi-class only: ``var[f"{key}_class"]`` (str), the class where the gene ranks best,
           and ``varm[f"{key}_rank"]`` (int64), ``varm[f"{key}_weight"]`` (float64),
-          ``varm[f"{key}_selected"]`` (bool), each (n_vars, n_classes) with columns in
-          ``uns[key]["classes"]`` order;
+          ``varm[f"{key}_selected"]`` (bool), ``varm[f"{key}_log_bf"]``, ``varm[f"{key}_pip"]``,
+          ``varm[f"{key}_p_sign"]`` (float64), each (n_vars, n_classes) with columns in
+          ``uns[key]["problems"]`` order;
         * ``uns[key]``: ``params`` (every argument and the ardselect version), ``classes``
           (str array), ``problems`` (str array: the class of each binary problem), ``positive`` (str),
           ``chosen_step`` (int array aligned with ``problems``; :func:`ardselect.get.chosen_steps`
@@ -534,6 +548,7 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
     weight = np.zeros((n_vars, len(problems)))
     sd = np.zeros((n_vars, len(problems)))
     selected = np.zeros((n_vars, len(problems)), dtype=bool)
+    certainty = {c: np.full((n_vars, len(problems)), np.nan) for c in _CERTAINTY}
     for k, cls in enumerate(problems):
         block = ranked[ranked["class"] == cls]
         pos = genes.get_indexer(block["gene"])
@@ -541,17 +556,23 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
         weight[pos, k] = block["mean"].to_numpy()
         sd[pos, k] = block["sd"].to_numpy()
         selected[pos, k] = block["selected"].to_numpy()
+        for c in _CERTAINTY:
+            certainty[c][pos, k] = block[c].to_numpy(dtype=np.float64)
     best = np.argmin(rank, axis=1)  # first class on ties
     rows = np.arange(n_vars)
     adata.var[f"{key}_rank"] = rank[rows, best]
     adata.var[f"{key}_selected"] = selected.any(axis=1)
     adata.var[f"{key}_weight"] = weight[rows, best]
     adata.var[f"{key}_weight_sd"] = sd[rows, best]
+    for c in _CERTAINTY:
+        adata.var[f"{key}_{c}"] = certainty[c][rows, best]
     if multi:
         adata.var[f"{key}_class"] = np.asarray(problems, dtype=object)[best]
         adata.varm[f"{key}_rank"] = rank
         adata.varm[f"{key}_weight"] = weight
         adata.varm[f"{key}_selected"] = selected
+        for c in _CERTAINTY:
+            adata.varm[f"{key}_{c}"] = certainty[c]
     pre = result.preprocessor
     adata.uns[key] = {
         "params": _uns_value(params),

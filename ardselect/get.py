@@ -75,7 +75,10 @@ def ranked_genes_df(
         ``relevance`` (inverse ARD precision on the internal unit-RMS scale, 0 outside the model),
         ``mean`` and ``sd`` (posterior of the weight of the standardised gene), ``alpha`` (ARD
         precision, ``inf`` outside the model), ``entered_step`` (first path step with the gene in
-        the model, ``<NA>`` if never); rows by class, then rank.
+        the model, ``<NA>`` if never), ``log_bf``, ``pip`` and ``p_sign`` (how sure the model is
+        of the gene: log Bayes factor of the gene in against out, posterior inclusion probability,
+        probability that the weight has the sign of ``mean``; see
+        :meth:`ardselect.ARDClassifier.ranked_features`); rows by class, then rank.
     """
     df = _uns_to_table(_stored(adata, key)["ranked"])
     if group is not None:

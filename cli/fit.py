@@ -33,7 +33,8 @@ from ._options import (
 )
 from ._util import Transaction, UsageError, check_output, handle_errors, path_progress
 
-FIT_OUTPUTS = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "weights.png", "model.json")
+FIT_OUTPUTS = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "weights.png", "certainty.png",
+               "model.json")
 
 def fit(
     data: DataArg,
@@ -74,7 +75,7 @@ def fit(
             "--out",
             "-o",
             help="Output folder (written atomically): genes.tsv, genes.gmt, path.tsv, path.png, "
-            "weights.png, model.json.",
+            "weights.png, certainty.png, model.json.",
         ),
     ] = Path("results"),
     write_h5ad: Annotated[
@@ -145,6 +146,8 @@ def fit(
             ardselect.io.write_tsv(path_table, tmp / "path.tsv")
             ardselect.pl.save_png(ardselect.pl.path(path_table, title=title), tmp / "path.png")
             ardselect.pl.save_png(ardselect.pl.weights(ranked, title=title), tmp / "weights.png")
+            ardselect.pl.save_png(ardselect.pl.certainty(ranked, title=title),
+                                  tmp / "certainty.png")
             ardselect.get.model(adata).save(tmp / "model.json")
             if write_h5ad is not None:
                 adata.write_h5ad(tx.file(write_h5ad))

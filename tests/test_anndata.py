@@ -70,7 +70,7 @@ def test_binary_tables(binary):
     ranked = ardselect.get.ranked_genes_df(adata)
     assert list(ranked.columns) == [
         "class", "rank", "gene", "description", "selected", "relevance", "mean", "sd", "alpha",
-        "entered_step",
+        "entered_step", "log_bf", "pip", "p_sign",
     ]
     assert len(ranked) == 24
     assert ranked["rank"].tolist() == list(range(1, 25))
@@ -88,6 +88,24 @@ def test_binary_tables(binary):
     assert path.loc[path["chosen"], "step"].item() == ardselect.get.chosen_steps(adata)["ctrl"]
     assert set(path["action"]) <= {"init", "add", "delete", "reestimate"}
     assert path.loc[path["chosen"], "n_features"].item() == sel.shape[0]
+
+
+def test_certainty_in_var_matches_the_estimator(binary, multi):
+    _, adata = binary
+    est = ardselect.get.ranked_genes_df(adata).set_index("gene")
+    var = adata.var
+    for col in ("log_bf", "pip", "p_sign"):
+        assert var[f"ardselect_{col}"].dtype == np.float64
+        np.testing.assert_array_equal(var[f"ardselect_{col}"], est.loc[var.index, col])
+    # The planted genes are certain; the dropped constant gene has no evidence either way.
+    assert (var.loc[["G0", "G1"], "ardselect_pip"] > 0.9).all()
+    assert np.isnan(var.loc["G5", "ardselect_log_bf"])
+    assert var.loc["G5", "ardselect_pip"] == 0
+    for k in range(3):
+        block = ardselect.get.ranked_genes_df(multi, "markers", group=f"class{k}")
+        block = block.set_index("gene").loc[multi.var_names]
+        np.testing.assert_array_equal(multi.varm["markers_pip"][:, k], block["pip"])
+        np.testing.assert_array_equal(multi.varm["markers_log_bf"][:, k], block["log_bf"])
 
 
 def test_h5ad_round_trip(binary, tmp_path):

@@ -21,7 +21,8 @@ import ardselect
 from ardselect._anndata import _rank_core
 
 runner = CliRunner()
-FILES = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "weights.png", "model.json")
+FILES = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "weights.png", "certainty.png",
+         "model.json")
 
 
 def run(*args):
@@ -123,7 +124,7 @@ def test_fit_outputs(fitted):
     genes = pd.read_csv(out / "genes.tsv", sep="\t", keep_default_na=False)
     assert list(genes.columns) == [
         "rank", "gene", "description", "selected", "relevance", "mean", "sd", "alpha",
-        "entered_step",
+        "entered_step", "log_bf", "pip", "p_sign",
     ]
     assert len(genes) == 20
     assert genes["rank"].tolist() == list(range(1, 21))
