@@ -51,6 +51,7 @@ _RANKED_COLUMNS = (
     "log_bf",
     "pip",
     "p_sign",
+    "z",
 )
 #: Per-gene certainty columns of the ranked table, also written to ``var`` (and ``varm``).
 _CERTAINTY = ("log_bf", "pip", "p_sign")
@@ -257,6 +258,7 @@ def _rank_core(
                         "log_bf": np.nan,
                         "pip": 0.0,
                         "p_sign": np.nan,
+                        "z": np.nan,
                     }
                 )
             )

@@ -595,8 +595,11 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
             the others as chosen, under a uniform prior on its weight's prior variance up to
             ``1 / alpha_min``), ``pip`` (posterior inclusion probability at even prior odds) and
             ``p_sign`` (probability that the weight has the sign of ``mean``, or for a feature
-            outside the model the sign it would take if added); see ``ardselect._certainty``.
-            NaN for features that cannot enter (constant ones). Ordered by class, then rank.
+            outside the model the sign it would take if added); see ``ardselect._certainty``;
+            ``z`` (signed: posterior mean / sd of the weight in the model; outside it, the z the
+            weight would have if the feature entered with a flat prior, ``q / sqrt(s)``, whose
+            square orders those features). NaN for features that cannot enter (constant ones).
+            Ordered by class, then rank.
         """
         check_is_fitted(self)
         frames = []
@@ -623,6 +626,14 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
             # The sign the table reports: the posterior mean's for selected genes, else the sign
             # the weight would take if the gene were added.
             p_sign = np.where(usable, np.maximum(p_pos, 1.0 - p_pos), np.nan)
+            # Signed z of each weight: posterior mean / sd in the model (= q / sqrt(alpha + s) in
+            # the virtual regression); outside it, the z the weight would have if it entered with
+            # a flat prior, q / sqrt(s), whose square is the potential that ranks those genes.
+            with np.errstate(divide="ignore", invalid="ignore"):
+                z_out = q_loo[:n_basis] / np.sqrt(s_loo[:n_basis])
+                z_in = self.coef_[i] / self.coef_sd_[i]
+            z = np.where(np.isfinite(self.alpha_[i]), z_in, z_out)
+            z = np.where(usable, z, np.nan)
             potential = np.where(fit.problem.allowed[:n_basis], potential, -np.inf)
             selected = np.isfinite(self.alpha_[i])
             key = np.where(selected, relevance, potential)
@@ -646,6 +657,7 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
                 "log_bf": log_bf[order],
                 "pip": pip[order],
                 "p_sign": p_sign[order],
+                "z": z[order],
             }))
         out = pd.concat(frames, ignore_index=True)
         out.loc[out["entered_step"] < 0, "entered_step"] = pd.NA

@@ -70,7 +70,7 @@ def test_binary_tables(binary):
     ranked = ardselect.get.ranked_genes_df(adata)
     assert list(ranked.columns) == [
         "class", "rank", "gene", "description", "selected", "relevance", "mean", "sd", "alpha",
-        "entered_step", "log_bf", "pip", "p_sign",
+        "entered_step", "log_bf", "pip", "p_sign", "z",
     ]
     assert len(ranked) == 24
     assert ranked["rank"].tolist() == list(range(1, 25))
@@ -140,7 +140,7 @@ def test_multiclass(multi, tmp_path):
         axis=1
     ).tolist()
     sets = ardselect.get.gene_sets(adata, "markers")
-    assert list(sets) == ["class0_vs_rest", "class1_vs_rest", "class2_vs_rest"]
+    assert list(sets) == [f"class{k}_{d}" for k in range(3) for d in ("up", "down")]
     proba = ardselect.get.model(adata, "markers").predict_proba(adata)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     adata.write_h5ad(tmp_path / "m.h5ad")  # class names and tables are h5ad-writable
@@ -170,7 +170,8 @@ def test_positive_versus_rest(adata_factory):
     assert list(uns["classes"]) == ["rest", "class2"]
     assert "ardselect_class" not in adata.var
     assert adata.var.sort_values("ardselect_rank").index[0] == "G2"
-    assert list(ardselect.get.gene_sets(adata)) == ["class2_vs_rest"]
+    assert list(ardselect.get.gene_sets(adata)) == ["class2_up", "class2_down"]
+    assert "than in rest" in ardselect.get.gene_sets(adata)["class2_up"][0]
 
 
 def test_sparse_layer_and_symbol_key(adata_factory):

@@ -116,3 +116,27 @@ def test_certainty_columns_cover_every_gene():
     rest = table[~const]
     assert rest[["log_bf", "pip", "p_sign"]].notna().all().all()
     assert ((rest["p_sign"] >= 0.5) & (rest["p_sign"] <= 1)).all()
+
+
+def test_z_of_genes_out_of_the_model_against_direct_algebra():
+    # Outside the model, z = q / sqrt(s) with s = phi' C^-1 phi, q = phi' C^-1 t, and C the
+    # covariance of the virtual targets under the chosen model: computed here with a dense inverse.
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(50, 15))
+    y = (X[:, 0] - X[:, 1] + 0.7 * rng.normal(size=50) > 0).astype(int)
+    clf = ARDClassifier().fit(X, y)
+    fit = clf._fits[0]
+    tau, nu = fit.ep.tau, fit.ep.nu
+    t = nu / tau
+    Phi = fit.problem.design  # signed, unit-RMS columns (the last one is the intercept)
+    A = fit.active
+    C = np.diag(1 / tau) + (Phi[:, A] / fit.alpha_scaled) @ Phi[:, A].T
+    Ci = np.linalg.inv(C)
+    table = clf.ranked_features().set_index("feature")
+    for j in range(15):
+        row = table.loc[f"x{j}"]
+        if row["selected"]:
+            assert row["z"] == pytest.approx(row["mean"] / row["sd"], rel=1e-12)
+            continue
+        s, q = Phi[:, j] @ Ci @ Phi[:, j], Phi[:, j] @ Ci @ t
+        assert row["z"] == pytest.approx(q / np.sqrt(s), rel=1e-7)

@@ -21,8 +21,8 @@ import ardselect
 from ardselect._anndata import _rank_core
 
 runner = CliRunner()
-FILES = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "weights.png", "certainty.png",
-         "model.json")
+FILES = ("genes.tsv", "genes.gmt", "genes.rnk", "path.tsv", "path.png", "weights.png",
+         "certainty.png", "model.json")
 
 
 def run(*args):
@@ -124,18 +124,27 @@ def test_fit_outputs(fitted):
     genes = pd.read_csv(out / "genes.tsv", sep="\t", keep_default_na=False)
     assert list(genes.columns) == [
         "rank", "gene", "description", "selected", "relevance", "mean", "sd", "alpha",
-        "entered_step", "log_bf", "pip", "p_sign",
+        "entered_step", "log_bf", "pip", "p_sign", "z",
     ]
     assert len(genes) == 20
     assert genes["rank"].tolist() == list(range(1, 21))
     assert genes["selected"].dtype == bool  # written as true/false
     assert "\ttrue\t" in (out / "genes.tsv").read_text()
     assert set(genes["gene"][:2]) == {"G0", "G1"}
-    gmt = (out / "genes.gmt").read_text().splitlines()
-    assert len(gmt) == 1
-    fields = gmt[0].split("\t")
-    assert fields[0] == "ctrl_vs_case"
-    assert fields[2:] == genes.loc[genes["selected"], "gene"].tolist()
+    gmt = [line.split("\t") for line in (out / "genes.gmt").read_text().splitlines()]
+    assert [f[0] for f in gmt] == ["ctrl_up", "ctrl_down"]
+    sel = genes[genes["selected"]]
+    # The data carry no symbol column: identifiers, and the description says so.
+    assert gmt[0][2:] == sel.loc[sel["mean"] > 0, "gene"].tolist()
+    assert gmt[1][2:] == sel.loc[sel["mean"] < 0, "gene"].tolist()
+    assert "higher in label=ctrl than in case" in gmt[0][1]
+    assert "identifiers" in gmt[0][1]
+    rnk = pd.read_csv(out / "genes.rnk", sep="\t", header=None, names=["gene", "score"])
+    assert sorted(rnk["gene"]) == sorted(genes["gene"])
+    assert rnk["score"].is_monotonic_decreasing
+    assert not rnk.loc[~rnk["gene"].isin(sel["gene"]), "score"].duplicated().any()
+    np.testing.assert_allclose(rnk.set_index("gene").loc[genes["gene"], "score"], genes["z"],
+                               rtol=1e-9)
     path = pd.read_csv(out / "path.tsv", sep="\t", keep_default_na=False)
     assert path["chosen"].sum() == 1
     assert (out / "path.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -236,7 +245,9 @@ def test_multiclass(data, tmp_path):
         block = genes[genes["class"] == f"class{k}"]
         assert block["gene"].iloc[0] == f"G{k}"
     gmt = [ln.split("\t")[0] for ln in (out / "genes.gmt").read_text().splitlines()]
-    assert gmt == ["class0_vs_rest", "class1_vs_rest", "class2_vs_rest"]
+    assert gmt == [f"class{k}_{d}" for k in range(3) for d in ("up", "down")]
+    assert sorted(p.name for p in (out / "rnk").iterdir()) == [f"class{k}.rnk" for k in range(3)]
+    assert "rnk/ (3 .rnk files)" in result.stdout
     pred = run("predict", out / "model.json", data / "multi.tsv")
     assert pred.exit_code == 0
     table = pd.read_csv(pd.io.common.StringIO(pred.stdout), sep="\t")
