@@ -67,6 +67,15 @@ def evaluate(
             "and top-k t-test genes + L2-logistic, each tuned by inner 5-fold CV on the training part.",
         ),
     ] = False,
+    l1: Annotated[
+        bool,
+        typer.Option(
+            "--l1/--no-l1",
+            help="Also score L1-logistic regression (C by inner 5-fold CV) on the same partitions: "
+            "the usual peer, beside which the selection frequencies and stability are reported "
+            "(--baselines includes it).",
+        ),
+    ] = True,
     groups: Annotated[
         str | None,
         typer.Option(
@@ -85,8 +94,10 @@ def evaluate(
             "--out",
             "-o",
             help="Folder for splits.tsv (per partition and method), summary.tsv, predictions.tsv "
-            "(held-out sample ids, true and predicted labels, a probability per class) and "
-            "calibration.tsv / calibration.png (reliability diagram).",
+            "(held-out sample ids, true and predicted labels, a probability per class), "
+            "selection.tsv (how often each gene was selected, per method), stability.tsv "
+            "(Jaccard stability of the selected sets) and calibration.tsv / calibration.png "
+            "(reliability diagram).",
             show_default=False,
         ),
     ] = None,
@@ -155,8 +166,11 @@ def evaluate(
         if max_steps is not None:
             params["max_steps"] = int(max_steps)
         methods = {"ARD-EP": ardselect.ARDClassifier(criterion="loo", **params)}
+        peers = ardselect.model_selection.baselines(random_state=seed)
         if baselines:
-            methods.update(ardselect.model_selection.baselines(random_state=seed))
+            methods.update(peers)
+        elif l1:
+            methods["L1-logistic"] = peers["L1-logistic"]
         pre = ardselect.preprocessing.Preprocessor(log=log.value, pseudocount=pseudocount, floor=floor,
                                         cap=cap, standardize=standardize)
         progress = task_progress(splits, "partitions", quiet=quiet)
@@ -167,21 +181,26 @@ def evaluate(
             "train_size": int(train_size) if train_size >= 1 else float(train_size),
             "groups": group_values,
             "sample_ids": adata.obs_names.to_numpy(),
+            "feature_names": np.asarray(gene_names).astype(str),
+            "return_selection": True,
             "random_state": seed,
             "n_jobs": n_jobs,
         }
         if progress is None:
-            results, predictions = run_evaluation(X, y, methods, **kwargs)
+            results, predictions, selection = run_evaluation(X, y, methods, **kwargs)
         else:
             with progress:
                 task = progress.add_task("partitions", total=splits)
-                results, predictions = run_evaluation(
+                results, predictions, selection = run_evaluation(
                     X, y, methods, progress=lambda done: progress.update(task, completed=done),
                     **kwargs)
         rename = {"ARD-EP": "ARD-EP (loo)"}
         results["method"] = results["method"].replace(rename)
         predictions["method"] = predictions["method"].replace(rename)
+        selection = selection.rename(index=rename, level="method")
         summary = summarize(results, predictions)
+        frequency = ardselect.model_selection.selection_frequency(selection)
+        stability = ardselect.model_selection.selection_stability(selection)
         if out is not None:
             prob = predictions.filter(like="prob_").to_numpy(dtype=float)
             calib = ardselect.model_selection.calibration_table(pd.DataFrame({
@@ -195,6 +214,8 @@ def evaluate(
                 ardselect.io.write_tsv(results, tmp / "splits.tsv")
                 ardselect.io.write_tsv(summary, tmp / "summary.tsv")
                 ardselect.io.write_tsv(predictions, tmp / "predictions.tsv")
+                ardselect.io.write_tsv(frequency.reset_index(), tmp / "selection.tsv")
+                ardselect.io.write_tsv(stability, tmp / "stability.tsv")
                 ardselect.io.write_tsv(calib.rename(columns={"criterion": "method"}),
                                             tmp / "calibration.tsv")
                 fig = ardselect.pl.calibration(
@@ -202,19 +223,40 @@ def evaluate(
                 ardselect.pl.save_png(fig, tmp / "calibration.png")
                 tx.commit()
         if not quiet:
-            _evaluate_summary(summary, results, data, label_key, out)
+            _evaluate_summary(summary, results, data, label_key, out, groups)
+            _stability_summary(stability, frequency)
 
 
-def _evaluate_summary(summary, results, data, label_key, out):
+def _stability_summary(stability, frequency, top=8):
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    table = Table(title="selected genes across partitions")
+    for col in ("method", "genes", "Jaccard (mean ± sd over pairs)", "in every partition"):
+        table.add_column(col, justify="left" if col == "method" else "right")
+    for row in stability.itertuples():
+        table.add_row(row.method, f"{row.genes_mean:.1f}",
+                      f"{row.jaccard_mean:.2f} ± {row.jaccard_sd:.2f}", str(row.genes_always))
+    console.print(table)
+    for method in frequency.columns[:1].tolist() + [m for m in frequency.columns
+                                                     if m == "L1-logistic"]:
+        col = frequency[method].sort_values(ascending=False, kind="stable").head(top)
+        shown = ", ".join(f"{g} {100 * v:.0f}%" for g, v in col.items() if v > 0)
+        console.print(f"most often selected by {method}: {shown or 'none'}")
+
+
+def _evaluate_summary(summary, results, data, label_key, out, groups=None):
     from rich.console import Console
     from rich.table import Table
 
     console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
     n_test = int(results["n_test"].iloc[0])
     n_train = int(results["n_train"].iloc[0])
+    how = f"whole {groups} groups held out" if groups else "stratified"
     console.print(
         f"{data.name} ({label_key}): {int(summary['n_splits'].iloc[0])} random "
-        f"{n_train}/{n_test} train/test partitions (stratified)"
+        f"{n_train}/{n_test} train/test partitions ({how})"
     )
     table = Table()
     for col in ("method", "error rate %", "genes", "log-loss", "ECE"):
@@ -233,5 +275,6 @@ def _evaluate_summary(summary, results, data, label_key, out):
     if out is not None:
         console.print(
             f"wrote {out}/splits.tsv, {out}/summary.tsv, {out}/predictions.tsv, "
+            f"{out}/selection.tsv, {out}/stability.tsv, "
             f"{out}/calibration.tsv, {out}/calibration.png"
         )

@@ -461,10 +461,10 @@ def test_evaluate(data, tmp_path):
     result = run("evaluate", data / "all.csv", "--splits", 3, "--train-size", 0.75, "--seed", 1,
                  "-j", 2, "-o", out)
     assert result.exit_code == 0, result.stderr
-    methods = ["ARD-EP (loo)", "ARD-EP (loo-prob)", "ARD-EP (evidence)"]
+    methods = ["ARD-EP (loo)", "ARD-EP (loo-prob)", "ARD-EP (evidence)", "L1-logistic"]
     splits = pd.read_csv(out / "splits.tsv", sep="\t")
-    assert len(splits) == 9
-    assert list(splits["method"][:3]) == methods
+    assert len(splits) == 12
+    assert list(splits["method"][:4]) == methods
     assert (splits["n_train"] == 36).all()
     assert (splits["n_test"] == 12).all()
     summary = pd.read_csv(out / "summary.tsv", sep="\t")
@@ -477,7 +477,7 @@ def test_evaluate(data, tmp_path):
     # Held-out predictions: sample ids, true and predicted labels, one probability per class; they
     # agree with the error counts, and the calibration files are written.
     pred = pd.read_csv(out / "predictions.tsv", sep="\t")
-    assert len(pred) == 3 * 3 * 12
+    assert len(pred) == 3 * 4 * 12
     samples = pd.read_csv(data / "all.csv")["sample"]
     assert set(pred["sample"]) <= set(samples.astype(str))
     prob = pred.filter(like="prob_")
@@ -490,6 +490,19 @@ def test_evaluate(data, tmp_path):
     assert set(calib["method"]) <= set(methods)
     assert calib.groupby("method")["n"].sum().eq(36).all()
     assert (out / "calibration.png").read_bytes()[:4] == b"\x89PNG"
+    # How often each gene was selected, and how alike the selected sets are, per method.
+    freq = pd.read_csv(out / "selection.tsv", sep="\t")
+    assert list(freq.columns) == ["gene", *methods]
+    genes = [c for c in pd.read_csv(data / "all.csv").columns if c.startswith("G")]
+    assert sorted(freq["gene"]) == sorted(genes)
+    for method in methods:
+        mean_genes = splits.loc[splits["method"] == method, "genes"].mean()
+        assert freq[method].sum() == pytest.approx(mean_genes)
+    stab = pd.read_csv(out / "stability.tsv", sep="\t").set_index("method")
+    assert list(stab.index) == methods
+    assert ((stab["jaccard_mean"] >= 0) & (stab["jaccard_mean"] <= 1)).all()
+    assert "most often selected by ARD-EP (loo): G" in result.stdout
+    assert "most often selected by L1-logistic" in result.stdout
 
 
 def test_evaluate_with_baselines_and_groups(data, tmp_path):
