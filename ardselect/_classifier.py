@@ -19,7 +19,7 @@ from threadpoolctl import threadpool_limits
 
 from ._basis import LinearBasis, design_matrix, make_basis, unit_rms
 from ._certainty import inclusion_certainty, leave_one_out_sq
-from ._criteria import CRITERIA, check_criterion, choose_step
+from ._criteria import CRITERIA, check_criterion, choose_step, group_cavities
 from ._ep import loo_error, loo_prob_error, run_ep
 from ._probit import probit_log_proba, tilted_moments
 from ._sequential import SequentialPath, score_candidates
@@ -433,6 +433,7 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
                 logger.info("EP hit ep_max_iter at %d path steps", prob.n_ep_unconverged)
             n_iter = max(n_iter, len(path.steps) - 1)
             fit = _BinaryFit(classes[k], path.steps, path.converged, prob, scale, fnames, icol)
+            fit.signs = t  # (n,) +1 for the problem's class, -1 for the rest
             self._fits.append(fit)
         self.n_iter_ = n_iter
 
@@ -573,6 +574,41 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         """Most probable class (the argmax of :meth:`predict_proba`)."""
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
+
+    def leave_group_out_proba(self, groups):
+        """Class probabilities of each training sample with its whole group left out, from EP.
+
+        For each group (a donor, a patient, a batch: any label per training sample), all of the
+        group's EP sites are divided out of the chosen model's posterior at once, which leaves
+        EP's approximation of the posterior given the other groups; the group's latents are then
+        jointly Gaussian, and each sample's class probabilities follow by the usual rule
+        (:meth:`predict_proba`). No refit is run. As with EP's per-sample leave-one-out, the
+        genes and their precisions stay those chosen on all samples: selection is not redone, so
+        the estimate is optimistic where selection itself overfits. Singleton groups give the
+        per-sample EP leave-one-out (cavity) probabilities.
+
+        Parameters
+        ----------
+        groups : array-like of shape (n_training_samples,)
+            A group label for every sample ``fit`` saw, in the same order.
+
+        Returns
+        -------
+        ndarray of shape (n_training_samples, n_classes), columns in ``classes_`` order.
+        """
+        check_is_fitted(self)
+        groups = np.asarray(groups)
+        n = self._fits[0].signs.shape[0]
+        if groups.ndim != 1 or groups.shape[0] != n:
+            msg = f"groups must give one label per training sample ({n}); got shape {groups.shape}"
+            raise DataError(msg)
+        means, variances = [], []
+        for fit in self._fits:
+            P = fit.problem.columns(fit.active)  # (n, d) signed, unit-RMS scaled
+            mc, vc, _ = group_cavities(fit.post, P, fit.ep.tau, fit.ep.nu, groups)
+            means.append(fit.signs * mc)  # back from the signed latent to the class latent
+            variances.append(vc)
+        return np.exp(probit_log_proba(np.array(means).T, np.array(variances).T))
 
     # ------------------------------------------------------------------ selection
     def _get_support_mask(self):

@@ -31,6 +31,7 @@ from .exceptions import DataError, LabelError
 __all__ = [
     "baselines",
     "calibration_table",
+    "ep_leave_group_out",
     "evaluate",
     "expected_calibration_error",
     "genes_used",
@@ -382,6 +383,63 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
     selection = pd.DataFrame(mask, columns=pd.Index(genes, name="gene"),
                              index=pd.MultiIndex.from_tuples(keys, names=["split", "method"]))
     return results, predictions, selection
+
+
+def ep_leave_group_out(estimator, X, y, groups, *, criteria=(), preprocessor=None,
+                       sample_ids=None):
+    """EP's leave-one-group-out estimate from one fit: every group's sites removed together.
+
+    The preprocessor and ``estimator`` (an :class:`ardselect.ARDClassifier`) are fitted once on all
+    samples; then each sample's class probabilities are those of the chosen model with all of its
+    group's EP sites divided out (:meth:`ARDClassifier.leave_group_out_proba`), which needs no
+    refit. Genes, precisions and the preprocessing stay those fitted on all samples: selection is
+    not redone, as for EP's per-sample leave-one-out, so the estimate is optimistic where selection
+    overfits; :func:`evaluate` with ``groups=`` refits everything per partition and is the honest
+    reference.
+
+    Parameters
+    ----------
+    estimator : ARDClassifier
+        Cloned and fitted on all samples.
+    X, y, groups : array-likes of n_samples rows
+        ``groups`` holds a group label (donor, patient) per sample.
+    criteria : sequence of str, default=()
+        Further criteria whose models on the same path are also scored, as ``"(criterion)"``.
+    preprocessor : transformer, optional
+    sample_ids : array-like, optional
+
+    Returns
+    -------
+    scores : pandas.DataFrame
+        One row per model: ``method`` (``"ARD-EP"`` or ``"ARD-EP (criterion)"``), ``n_groups``,
+        ``errors``, ``error_rate``, ``log_loss``, ``brier``, ``ece``, ``genes``.
+    predictions : pandas.DataFrame
+        ``method``, ``sample``, ``group``, ``label``, ``predicted``, ``prob_<class>``.
+    """
+    y = np.asarray(y).astype(str)
+    groups = np.asarray(groups)
+    if groups.shape[0] != y.shape[0]:
+        msg = f"groups has {groups.shape[0]} entries for {y.shape[0]} samples"
+        raise DataError(msg)
+    ids = np.arange(y.size) if sample_ids is None else np.asarray(sample_ids).astype(str)
+    Z = X if preprocessor is None else clone(preprocessor).fit(X).transform(X)
+    model = clone(estimator).fit(Z, y)
+    classes = np.asarray(model.classes_).astype(str)
+    rows, preds = [], []
+    for crit in (None, *criteria):
+        name = "ARD-EP" if crit is None else f"ARD-EP ({crit})"
+        m = model if crit is None else model.at_step(model.choose_step(crit))
+        proba = m.leave_group_out_proba(groups)
+        scores, pred = _scores(proba, y, classes, y)
+        scores.pop("log_loss_prior")
+        rows.append({"method": name, "n_groups": int(np.unique(groups).size), **scores,
+                     "genes": n_genes_used(m, Z.shape[1])})
+        frame = pd.DataFrame({"method": name, "sample": ids, "group": groups, "label": y,
+                              "predicted": pred})
+        for k, c in enumerate(classes):
+            frame[f"prob_{c}"] = proba[:, k]
+        preds.append(frame)
+    return pd.DataFrame(rows), pd.concat(preds, ignore_index=True)
 
 
 def selection_frequency(selection: pd.DataFrame) -> pd.DataFrame:

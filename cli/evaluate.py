@@ -81,7 +81,8 @@ def evaluate(
         typer.Option(
             "--groups",
             help="obs column (e.g. donor or patient) whose groups are held out whole: no group is "
-            "in both the training and the test part of a partition.",
+            "in both the training and the test part of a partition. Also reports EP's "
+            "leave-one-group-out estimate from one fit (-o: leave_group_out.tsv).",
             show_default=False,
         ),
     ] = None,
@@ -199,6 +200,13 @@ def evaluate(
         predictions["method"] = predictions["method"].replace(rename)
         selection = selection.rename(index=rename, level="method")
         summary = summarize(results, predictions)
+        logo = logo_pred = None
+        if group_values is not None:
+            logo, logo_pred = ardselect.model_selection.ep_leave_group_out(
+                methods["ARD-EP"], X, y, group_values, criteria=("loo-prob", "evidence"),
+                preprocessor=pre, sample_ids=adata.obs_names.to_numpy())
+            logo["method"] = logo["method"].replace(rename)
+            logo_pred["method"] = logo_pred["method"].replace(rename)
         frequency = ardselect.model_selection.selection_frequency(selection)
         stability = ardselect.model_selection.selection_stability(selection)
         if out is not None:
@@ -216,6 +224,9 @@ def evaluate(
                 ardselect.io.write_tsv(predictions, tmp / "predictions.tsv")
                 ardselect.io.write_tsv(frequency.reset_index(), tmp / "selection.tsv")
                 ardselect.io.write_tsv(stability, tmp / "stability.tsv")
+                if logo is not None:
+                    ardselect.io.write_tsv(logo, tmp / "leave_group_out.tsv")
+                    ardselect.io.write_tsv(logo_pred, tmp / "leave_group_out_predictions.tsv")
                 ardselect.io.write_tsv(calib.rename(columns={"criterion": "method"}),
                                             tmp / "calibration.tsv")
                 fig = ardselect.pl.calibration(
@@ -224,7 +235,21 @@ def evaluate(
                 tx.commit()
         if not quiet:
             _evaluate_summary(summary, results, data, label_key, out, groups)
+            if logo is not None:
+                _logo_summary(logo, groups)
             _stability_summary(stability, frequency)
+
+
+def _logo_summary(logo, groups):
+    from rich.console import Console
+
+    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    n_groups = int(logo["n_groups"].iloc[0])
+    console.print(f"EP leave-one-{groups}-out from one fit on all samples ({n_groups} groups; "
+                  "genes not re-selected, so optimistic where selection overfits):")
+    for row in logo.itertuples():
+        console.print(f"  {row.method}: error {100 * row.error_rate:.1f}%, "
+                      f"log-loss {row.log_loss:.3f}, {row.genes} genes")
 
 
 def _stability_summary(stability, frequency, top=8):

@@ -523,6 +523,13 @@ def test_evaluate_with_baselines_and_groups(data, tmp_path):
         held = pd.Series([donor[s] for s in sub["sample"]]).value_counts()
         assert (held == size[held.index]).all()  # every held-out donor is held out whole
         assert len(held) < len(size)
+    logo = pd.read_csv(out / "leave_group_out.tsv", sep="\t")
+    assert list(logo["method"]) == ["ARD-EP (loo)", "ARD-EP (loo-prob)", "ARD-EP (evidence)"]
+    assert (logo["n_groups"] == len(size)).all()
+    logo_pred = pd.read_csv(out / "leave_group_out_predictions.tsv", sep="\t")
+    assert len(logo_pred) == 3 * len(table)
+    assert "EP leave-one-donor-out from one fit" in result.stdout
+    assert "whole donor groups held out" in result.stdout
 
 
 def test_evaluate_bad_train_size(data):

@@ -234,3 +234,23 @@ def test_selection_frequency_and_jaccard_by_hand():
         assert stab.loc[method, "jaccard_mean"] == pytest.approx(np.mean(jac))
         assert stab.loc[method, "genes_mean"] == pytest.approx(np.mean([len(a) for a in sets]))
         assert stab.loc[method, "genes_always"] == len(set.intersection(*sets))
+
+
+def test_ep_leave_group_out_scores_the_classifier_estimate():
+    from ardselect.model_selection import ep_leave_group_out
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(48, 10))
+    y = np.where(X[:, 2] + 0.5 * rng.normal(size=48) > 0, "a", "b")
+    donor = np.arange(48) // 4
+    scores, pred = ep_leave_group_out(ARDClassifier(), X, y, donor, criteria=("evidence",),
+                                      preprocessor=StandardScaler())
+    assert list(scores["method"]) == ["ARD-EP", "ARD-EP (evidence)"]
+    assert (scores["n_groups"] == 12).all()
+    Z = StandardScaler().fit_transform(X)
+    proba = ARDClassifier().fit(Z, y).leave_group_out_proba(donor)
+    first = pred[pred["method"] == "ARD-EP"]
+    np.testing.assert_allclose(first[["prob_a", "prob_b"]].to_numpy(), proba)
+    wrong = (first["predicted"] != first["label"]).sum()
+    assert scores["errors"].iloc[0] == wrong
+    assert scores["error_rate"].iloc[0] == pytest.approx(wrong / 48)
