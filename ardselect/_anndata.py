@@ -52,9 +52,10 @@ _RANKED_COLUMNS = (
     "pip",
     "p_sign",
     "z",
+    "log_bf_marginal",
 )
 #: Per-gene certainty columns of the ranked table, also written to ``var`` (and ``varm``).
-_CERTAINTY = ("log_bf", "pip", "p_sign")
+_CERTAINTY = ("log_bf", "pip", "p_sign", "log_bf_marginal")
 _PATH_COLUMNS = (
     "class",
     "step",
@@ -259,6 +260,7 @@ def _rank_core(
                         "pip": 0.0,
                         "p_sign": np.nan,
                         "z": np.nan,
+                        "log_bf_marginal": np.nan,
                     }
                 )
             )
@@ -423,14 +425,16 @@ def rank_genes(
         * ``var[f"{key}_weight"]`` (float64): posterior mean weight of the standardised gene, 0
           outside the model (multi-class: in the problem of the class where it ranks best);
         * ``var[f"{key}_weight_sd"]`` (float64): its posterior standard deviation;
-        * ``var[f"{key}_log_bf"]``, ``var[f"{key}_pip"]``, ``var[f"{key}_p_sign"]`` (float64):
-          the gene's log Bayes factor for being in the chosen model, its posterior inclusion
-          probability and the probability that its weight has the sign of ``weight`` (see
-          :meth:`ardselect.ARDClassifier.ranked_features`; NaN / 0 / NaN for constant genes);
+        * ``var[f"{key}_log_bf"]``, ``var[f"{key}_pip"]``, ``var[f"{key}_p_sign"]``,
+          ``var[f"{key}_log_bf_marginal"]`` (float64): the gene's log Bayes factor for being in
+          the chosen model, its posterior inclusion probability, the probability that its weight
+          has the sign of ``weight``, and its one-gene log Bayes factor (see
+          :meth:`ardselect.ARDClassifier.ranked_features`; NaN / 0 / NaN / NaN for constant genes);
         * multi-class only: ``var[f"{key}_class"]`` (str), the class where the gene ranks best,
           and ``varm[f"{key}_rank"]`` (int64), ``varm[f"{key}_weight"]`` (float64),
           ``varm[f"{key}_selected"]`` (bool), ``varm[f"{key}_log_bf"]``, ``varm[f"{key}_pip"]``,
-          ``varm[f"{key}_p_sign"]`` (float64), each (n_vars, n_classes) with columns in
+          ``varm[f"{key}_p_sign"]``, ``varm[f"{key}_log_bf_marginal"]`` (float64), each
+          (n_vars, n_classes) with columns in
           ``uns[key]["problems"]`` order;
         * ``uns[key]``: ``params`` (every argument and the ardselect version), ``classes``
           (str array), ``problems`` (str array: the class of each binary problem), ``positive`` (str),

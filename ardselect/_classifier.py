@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 from ._basis import LinearBasis, design_matrix, make_basis, unit_rms
 from ._certainty import inclusion_certainty, leave_one_out_sq
 from ._criteria import CRITERIA, check_criterion, choose_step, group_cavities
-from ._ep import loo_error, loo_prob_error, run_ep
+from ._ep import LatentPosterior, loo_error, loo_prob_error, run_ep
 from ._probit import probit_log_proba, tilted_moments
 from ._sequential import SequentialPath, score_candidates
 from ._validation import (
@@ -634,7 +634,10 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
             outside the model the sign it would take if added); see ``ardselect._certainty``;
             ``z`` (signed: posterior mean / sd of the weight in the model; outside it, the z the
             weight would have if the feature entered with a flat prior, ``q / sqrt(s)``, whose
-            square orders those features). NaN for features that cannot enter (constant ones).
+            square orders those features), ``log_bf_marginal`` (the log Bayes factor of the feature
+            alone against no feature, on EP's initial virtual targets: how much it predicts on its
+            own, where ``log_bf`` says whether the model needs it beside the others). NaN for
+            features that cannot enter (constant ones).
             Ordered by class, then rank.
         """
         check_is_fitted(self)
@@ -670,6 +673,14 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
                 z_in = self.coef_[i] / self.coef_sd_[i]
             z = np.where(np.isfinite(self.alpha_[i]), z_in, z_out)
             z = np.where(usable, z, np.nan)
+            # Marginal evidence: the gene alone against no gene, on EP's initial virtual targets
+            # (the same closed form, with nothing else in the model): a one-gene Bayes factor.
+            b0, t0 = fit.problem.initial_virtual()
+            empty = LatentPosterior(np.zeros((b0.shape[0], 0)), np.zeros(0), b0, b0 * t0)
+            S0, Q0 = score_candidates(fit.problem.design, empty, b0, t0)
+            log_bf_marginal, _, _ = inclusion_certainty(S0[:n_basis], Q0[:n_basis],
+                                                        1.0 / self.alpha_min)
+            log_bf_marginal = np.where(usable, log_bf_marginal, np.nan)
             potential = np.where(fit.problem.allowed[:n_basis], potential, -np.inf)
             selected = np.isfinite(self.alpha_[i])
             key = np.where(selected, relevance, potential)
@@ -694,6 +705,7 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
                 "pip": pip[order],
                 "p_sign": p_sign[order],
                 "z": z[order],
+                "log_bf_marginal": log_bf_marginal[order],
             }))
         out = pd.concat(frames, ignore_index=True)
         out.loc[out["entered_step"] < 0, "entered_step"] = pd.NA

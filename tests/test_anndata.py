@@ -71,6 +71,7 @@ def test_binary_tables(binary):
     assert list(ranked.columns) == [
         "class", "rank", "gene", "description", "selected", "relevance", "mean", "sd", "alpha",
         "entered_step", "log_bf", "pip", "p_sign", "z",
+        "log_bf_marginal",
     ]
     assert len(ranked) == 24
     assert ranked["rank"].tolist() == list(range(1, 25))

@@ -125,6 +125,7 @@ def test_fit_outputs(fitted):
     assert list(genes.columns) == [
         "rank", "gene", "description", "selected", "relevance", "mean", "sd", "alpha",
         "entered_step", "log_bf", "pip", "p_sign", "z",
+        "log_bf_marginal",
     ]
     assert len(genes) == 20
     assert genes["rank"].tolist() == list(range(1, 21))
