@@ -635,8 +635,9 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
             ``z`` (signed: posterior mean / sd of the weight in the model; outside it, the z the
             weight would have if the feature entered with a flat prior, ``q / sqrt(s)``, whose
             square orders those features), ``log_bf_marginal`` (the log Bayes factor of the feature
-            alone against no feature, on EP's initial virtual targets: how much it predicts on its
-            own, where ``log_bf`` says whether the model needs it beside the others). NaN for
+            and the intercept against the intercept alone, on the EP sites of the intercept-only
+            model: how much it predicts on its own, where ``log_bf`` says whether the model needs
+            it beside the others). NaN for
             features that cannot enter (constant ones).
             Ordered by class, then rank.
         """
@@ -673,11 +674,20 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
                 z_in = self.coef_[i] / self.coef_sd_[i]
             z = np.where(np.isfinite(self.alpha_[i]), z_in, z_out)
             z = np.where(usable, z, np.nan)
-            # Marginal evidence: the gene alone against no gene, on EP's initial virtual targets
-            # (the same closed form, with nothing else in the model): a one-gene Bayes factor.
-            b0, t0 = fit.problem.initial_virtual()
-            empty = LatentPosterior(np.zeros((b0.shape[0], 0)), np.zeros(0), b0, b0 * t0)
-            S0, Q0 = score_candidates(fit.problem.design, empty, b0, t0)
+            # Marginal evidence: the gene alone (beside the intercept) against the intercept alone,
+            # on the EP sites of the intercept-only model at the widest prior the path allows: a
+            # one-gene Bayes factor, by the same closed form. Without the intercept, genes high in
+            # the larger class would score for the class imbalance itself.
+            if fit.intercept_col >= 0:
+                base = np.array([fit.intercept_col])
+                st0 = fit.problem.fit_sites(base, np.array([self.alpha_min]), None, tol=1e-9)
+                b0 = st0.tau
+                t0 = np.where(b0 > 0, st0.nu / np.where(b0 > 0, b0, 1.0), 0.0)
+                post0 = st0.post
+            else:
+                b0, t0 = fit.problem.initial_virtual()
+                post0 = LatentPosterior(np.zeros((b0.shape[0], 0)), np.zeros(0), b0, b0 * t0)
+            S0, Q0 = score_candidates(fit.problem.design, post0, b0, t0)
             log_bf_marginal, _, _ = inclusion_certainty(S0[:n_basis], Q0[:n_basis],
                                                         1.0 / self.alpha_min)
             log_bf_marginal = np.where(usable, log_bf_marginal, np.nan)

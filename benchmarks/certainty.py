@@ -13,8 +13,9 @@ bootstrap resamples? For each two-class shared data set:
 Printed per data set: genes selected on all samples; Spearman correlation of ``pip`` and the
 frequency over the genes that either ranks (``pip > 0.5`` or selected in some resample), and over
 the full fit's selected genes; the same for the one-gene ``log_bf_marginal``; the mean frequency
-within bins of ``pip``; and the overlap of the top genes by each. The figure (``--out``, default ``vignette_output/certainty_bootstrap.png``) shows
-frequency against ``pip`` per data set, with the binned means.
+within bins of ``pip``; and the overlap of the top genes by each. The figure (``--out``, default
+``docs/figures/certainty_bootstrap.png``, shown in the README) plots the frequency against ``pip``
+(top row) and against ``log_bf_marginal`` (bottom row) per data set.
 
 Usage:
     python benchmarks/certainty.py [--datasets golub_leukemia,...] [--boots 50] [--jobs 2] [--out PNG]
@@ -94,7 +95,7 @@ def compare(name, n_boots=50, jobs=2, seed=0):
     freq = np.zeros(X.shape[1])
     for sel in boots:
         freq[sel] += 1.0 / n_boots
-    return {"name": name, "pip": pip, "log_bf": log_bf, "marginal": marginal, "freq": freq,
+    return {"name": name, "boots": n_boots, "pip": pip, "log_bf": log_bf, "marginal": marginal, "freq": freq,
             "chosen": chosen,
             "seconds": time.perf_counter() - t0, "n": X.shape[0], "p": X.shape[1]}
 
@@ -138,15 +139,16 @@ def figure(results, path):
     from ardselect.pl import save_png
 
     n = len(results)
-    fig = Figure(figsize=(3.6 * n, 3.9))
-    axes = fig.subplots(1, n, squeeze=False).ravel()
+    fig = Figure(figsize=(3.6 * n, 7.2))
+    axes = fig.subplots(2, n, squeeze=False)
     rng = np.random.default_rng(0)
-    for ax, r in zip(axes, results, strict=True):
-        pip, freq, chosen = r["pip"], r["freq"], r["chosen"]
+    for k, r in enumerate(results):
+        pip, freq, chosen, marg = r["pip"], r["freq"], r["chosen"], r["marginal"]
         show = (pip > 0.02) | (freq > 0)
         jitter = rng.uniform(-0.006, 0.006, size=show.sum())
-        ax.scatter(pip[show], freq[show] + jitter, s=6, alpha=0.35,
-                   c=np.where(chosen[show], "C0", "0.55"), linewidths=0)
+        colors = np.where(chosen[show], "C0", "0.55")
+        ax = axes[0, k]
+        ax.scatter(pip[show], freq[show] + jitter, s=6, alpha=0.35, c=colors, linewidths=0)
         idx = np.digitize(pip, BINS) - 1
         xs, ys = [], []
         for b in range(len(BINS) - 1):
@@ -158,12 +160,21 @@ def figure(results, path):
         ax.plot([0, 1], [0, 1], color="k", lw=0.8, ls="--", label="frequency = pip")
         ax.set_xlim(-0.02, 1.02)
         ax.set_ylim(-0.03, 1.03)
-        ax.set_xlabel("pip from one fit")
+        ax.set_xlabel("pip (in the chosen model, one fit)")
         ax.set_title(f"{r['name'].split('_')[0].title()} ({r['n']} x {r['p']})", fontsize=9)
         ax.grid(visible=True, alpha=0.3)
-    axes[0].set_ylabel("bootstrap selection frequency")
-    axes[0].legend(fontsize=7, loc="upper left")
-    fig.suptitle("Posterior inclusion probability (one fit) against selection frequency "
+        ax = axes[1, k]
+        ok = show & np.isfinite(marg)
+        ax.scatter(np.clip(marg[ok], -5, None), freq[ok] + rng.uniform(-0.006, 0.006, ok.sum()),
+                   s=6, alpha=0.35, c=np.where(chosen[ok], "C0", "0.55"), linewidths=0)
+        ax.axvline(0.0, color="k", lw=0.8)
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel("log_bf_marginal (gene alone, one fit; clipped at -5)")
+        ax.grid(visible=True, alpha=0.3)
+    for row in range(2):
+        axes[row, 0].set_ylabel(f"bootstrap selection frequency ({results[0]['boots']} resamples)")
+    axes[0, 0].legend(fontsize=7, loc="upper left")
+    fig.suptitle("One-fit certainty against bootstrap selection frequency "
                  "(blue: selected on all samples)", fontsize=9)
     fig.tight_layout()
     save_png(fig, path)
@@ -175,7 +186,7 @@ def main(argv=None):
     ap.add_argument("--boots", type=int, default=50)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default="vignette_output/certainty_bootstrap.png")
+    ap.add_argument("--out", default="docs/figures/certainty_bootstrap.png")
     args = ap.parse_args(argv)
     results = []
     for name in args.datasets.split(","):
