@@ -48,7 +48,14 @@ _RANKED_COLUMNS = (
     "sd",
     "alpha",
     "entered_step",
+    "log_bf",
+    "pip",
+    "p_sign",
+    "z",
+    "log_bf_marginal",
 )
+#: Per-gene certainty columns of the ranked table, also written to ``var`` (and ``varm``).
+_CERTAINTY = ("log_bf", "pip", "p_sign", "log_bf_marginal")
 _PATH_COLUMNS = (
     "class",
     "step",
@@ -248,6 +255,12 @@ def _rank_core(
                         "sd": 0.0,
                         "alpha": np.inf,
                         "entered_step": pd.array([pd.NA] * dropped.size, dtype="Int64"),
+                        # Dropped before the fit (constant): no evidence either way.
+                        "log_bf": np.nan,
+                        "pip": 0.0,
+                        "p_sign": np.nan,
+                        "z": np.nan,
+                        "log_bf_marginal": np.nan,
                     }
                 )
             )
@@ -412,10 +425,17 @@ def rank_genes(
         * ``var[f"{key}_weight"]`` (float64): posterior mean weight of the standardised gene, 0
           outside the model (multi-class: in the problem of the class where it ranks best);
         * ``var[f"{key}_weight_sd"]`` (float64): its posterior standard deviation;
+        * ``var[f"{key}_log_bf"]``, ``var[f"{key}_pip"]``, ``var[f"{key}_p_sign"]``,
+          ``var[f"{key}_log_bf_marginal"]`` (float64): the gene's log Bayes factor for being in
+          the chosen model, its posterior inclusion probability, the probability that its weight
+          has the sign of ``weight``, and its one-gene log Bayes factor (see
+          :meth:`ardselect.ARDClassifier.ranked_features`; NaN / 0 / NaN / NaN for constant genes);
         * multi-class only: ``var[f"{key}_class"]`` (str), the class where the gene ranks best,
           and ``varm[f"{key}_rank"]`` (int64), ``varm[f"{key}_weight"]`` (float64),
-          ``varm[f"{key}_selected"]`` (bool), each (n_vars, n_classes) with columns in
-          ``uns[key]["classes"]`` order;
+          ``varm[f"{key}_selected"]`` (bool), ``varm[f"{key}_log_bf"]``, ``varm[f"{key}_pip"]``,
+          ``varm[f"{key}_p_sign"]``, ``varm[f"{key}_log_bf_marginal"]`` (float64), each
+          (n_vars, n_classes) with columns in
+          ``uns[key]["problems"]`` order;
         * ``uns[key]``: ``params`` (every argument and the ardselect version), ``classes``
           (str array), ``problems`` (str array: the class of each binary problem), ``positive`` (str),
           ``chosen_step`` (int array aligned with ``problems``; :func:`ardselect.get.chosen_steps`
@@ -423,7 +443,19 @@ def rank_genes(
           ``path`` (tables as dicts of columns; read them with
           :func:`ardselect.get.ranked_genes_df` and :func:`ardselect.get.path_df`),
           ``preprocessing`` (what was applied, including ``n_dropped`` constant genes) and
-          ``model_json`` (the portable model as JSON text; see :func:`ardselect.get.model`).
+          ``model_json`` (the portable model as JSON text; see :func:`ardselect.get.model`);
+        * ``uns[key]`` also holds the layout of ``scanpy.tl.rank_genes_groups``, so that
+          ``sc.get.rank_genes_groups_df(adata, None, key=key)``, ``sc.pl.rank_genes_groups`` and
+          ``sc.pl.rank_genes_groups_dotplot`` (``key=key``) and friends read it unchanged:
+          ``params["reference"] = "rest"``, ``params["method"] = "ardselect"``, and record arrays
+          with one field per class: ``names`` (object: genes in the chosen model first, by
+          decreasing score, then the genes the model leaves out, in rank order), ``scores``
+          (float64: posterior mean / sd of the gene's weight for that class, 0 outside the
+          model), ``logfoldchanges`` (float64: log2 fold change computed as scanpy does, NaN when
+          the data are not on a non-negative log scale), ``pvals`` and ``pvals_adj`` (NaN: no
+          test is run, and none is pretended). Two classes give both classes' lists from the one
+          model (the first class's weights negated); ``positive`` with more classes gives that
+          class's list only.
 
     Raises
     ------
@@ -521,7 +553,115 @@ def rank_genes(
         model_extra={"label_key": groupby, "input": {"layer": layer, "use_raw": bool(use_raw)}},
     )
     _write_results(adata, result, key_added, params, symbol_key=skey)
+    lfc = _log_fold_changes(X, adata.obs[groupby].astype(str).to_numpy(), result.preprocessor,
+                            log1p_base=_log1p_base(adata))
+    record = _scanpy_record(result, adata.var_names, lfc)
+    if record is not None:
+        adata.uns[key_added].update(record)
+        adata.uns[key_added]["params"].update(_SCANPY_PARAMS)
     return adata if copy else None
+
+
+#: ``params`` entries that scanpy's readers of ``rank_genes_groups`` results look for.
+_SCANPY_PARAMS = {"reference": "rest", "method": "ardselect", "corr_method": "none"}
+
+
+def _log1p_base(adata):
+    """The log base scanpy's ``pp.log1p`` recorded (``uns['log1p']['base']``), else None (natural)."""
+    rec = adata.uns.get("log1p")
+    base = rec.get("base") if isinstance(rec, Mapping) else None
+    return None if base is None or (isinstance(base, str) and base == "None") else float(base)
+
+
+def _log_fold_changes(X, labels, pre: Preprocessor, *, log1p_base=None) -> dict:
+    """log2 fold change of expression, each class against the rest, as scanpy defines it.
+
+    scanpy's ``rank_genes_groups`` works on ``log1p`` data and reports
+    ``log2((expm1(mean_in) + 1e-9) / (expm1(mean_rest) + 1e-9))``, the means taken on the log
+    scale. We do the same on the matrix ardselect read when it took no log itself (scanpy's
+    convention: natural log unless ``uns['log1p']['base']`` says otherwise), and on
+    ``log1p`` of the input (after ``floor`` / ``cap``) when ardselect took the log (counts or
+    intensities). When that log-scale matrix has negative values (z-scores, log-ratios) the
+    formula means nothing and every fold change is NaN.
+    """
+    base = None
+    if pre.log_ == "none":
+        L = X
+        base = log1p_base
+    else:
+        L = pre._clip(X, pre.floor, pre.cap)
+        if sp.issparse(L):
+            L = L.astype(np.float64)
+            L.data = np.log1p(L.data)
+        else:
+            L = np.log1p(np.asarray(L, dtype=np.float64))
+    values = L.data if sp.issparse(L) else np.asarray(L)
+    negative = values.size and float(np.min(values)) < 0
+
+    def expm1(v):
+        return np.expm1(v) if base is None else np.expm1(v * np.log(base))
+
+    out = {}
+    for c in np.unique(labels):
+        inside = labels == c
+        if negative or inside.all():
+            out[c] = np.full(X.shape[1], np.nan)
+            continue
+        m_in = np.asarray(L[inside].mean(axis=0), dtype=np.float64).ravel()
+        m_out = np.asarray(L[~inside].mean(axis=0), dtype=np.float64).ravel()
+        out[c] = np.log2((expm1(m_in) + 1e-9) / (expm1(m_out) + 1e-9))
+    return out
+
+
+def _scanpy_record(result: RankResult, var_names, lfc: Mapping) -> dict:
+    """The ``names`` / ``scores`` / ``pvals`` / ``pvals_adj`` / ``logfoldchanges`` record arrays.
+
+    One field per class (``sc.tl.rank_genes_groups`` layout, reference ``"rest"``). A class's list
+    comes from the binary problem of that class against the rest (for two classes, the negative
+    class gets the one problem with its weights negated). Genes in the chosen model come first, by
+    decreasing score ``weight / sd`` (the posterior mean of the weight over its posterior sd: up
+    markers first, then the genes whose absence marks the class); genes the model leaves out follow
+    in ardselect's rank order with score 0. There are no p-values: ``pvals`` and ``pvals_adj`` are
+    NaN.
+    """
+    ranked = result.ranked
+    problems = list(dict.fromkeys(ranked["class"]))
+    lists = {}
+    for cls in problems:
+        lists[cls] = (ranked[ranked["class"] == cls], 1.0)
+    if len(problems) == 1 and len(result.classes) == 2 and result.classes[0] != "rest":
+        other = result.classes[0] if problems[0] == result.classes[1] else result.classes[1]
+        lists = {other: (lists[problems[0]][0], -1.0), **lists}
+    var_index = pd.Index(np.asarray(var_names).astype(str))
+    groups = [str(g) for g in lists]
+    if "" in groups:
+        # A record array field cannot be named "" (numpy renames it): leave the layout out rather
+        # than write it under another class name.
+        warnings.warn(
+            "a class is named '' (empty), which cannot be a field of scanpy's rank_genes_groups "
+            "record arrays; that layout is not written (ardselect's own results are)",
+            UserWarning, stacklevel=3)
+        return None
+    n = len(ranked[ranked["class"] == problems[0]])
+    names = np.empty(n, dtype=[(g, object) for g in groups])
+    fields = {f: np.empty(n, dtype=[(g, np.float64) for g in groups])
+              for f in ("scores", "pvals", "pvals_adj", "logfoldchanges")}
+    for g, (block, sign) in lists.items():
+        sel = block["selected"].to_numpy(bool)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(sel, sign * block["mean"].to_numpy(float) / block["sd"].to_numpy(float),
+                         0.0)
+        order_sel = np.flatnonzero(sel)[np.argsort(-z[sel], kind="stable")]
+        order = np.concatenate([order_sel, np.flatnonzero(~sel)])
+        genes = block["gene"].to_numpy()[order]
+        names[str(g)] = genes.astype(str).astype(object)
+        fields["scores"][str(g)] = z[order]
+        fields["pvals"][str(g)] = np.nan
+        fields["pvals_adj"][str(g)] = np.nan
+        change = lfc.get(str(g))
+        fields["logfoldchanges"][str(g)] = (np.full(n, np.nan) if change is None
+                                            else change[var_index.get_indexer(genes)])
+    return {"names": names, **fields}
 
 
 def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_key=None):
@@ -534,6 +674,7 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
     weight = np.zeros((n_vars, len(problems)))
     sd = np.zeros((n_vars, len(problems)))
     selected = np.zeros((n_vars, len(problems)), dtype=bool)
+    certainty = {c: np.full((n_vars, len(problems)), np.nan) for c in _CERTAINTY}
     for k, cls in enumerate(problems):
         block = ranked[ranked["class"] == cls]
         pos = genes.get_indexer(block["gene"])
@@ -541,17 +682,23 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
         weight[pos, k] = block["mean"].to_numpy()
         sd[pos, k] = block["sd"].to_numpy()
         selected[pos, k] = block["selected"].to_numpy()
+        for c in _CERTAINTY:
+            certainty[c][pos, k] = block[c].to_numpy(dtype=np.float64)
     best = np.argmin(rank, axis=1)  # first class on ties
     rows = np.arange(n_vars)
     adata.var[f"{key}_rank"] = rank[rows, best]
     adata.var[f"{key}_selected"] = selected.any(axis=1)
     adata.var[f"{key}_weight"] = weight[rows, best]
     adata.var[f"{key}_weight_sd"] = sd[rows, best]
+    for c in _CERTAINTY:
+        adata.var[f"{key}_{c}"] = certainty[c][rows, best]
     if multi:
         adata.var[f"{key}_class"] = np.asarray(problems, dtype=object)[best]
         adata.varm[f"{key}_rank"] = rank
         adata.varm[f"{key}_weight"] = weight
         adata.varm[f"{key}_selected"] = selected
+        for c in _CERTAINTY:
+            adata.varm[f"{key}_{c}"] = certainty[c]
     pre = result.preprocessor
     adata.uns[key] = {
         "params": _uns_value(params),

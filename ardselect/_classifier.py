@@ -17,12 +17,12 @@ from threadpoolctl import threadpool_limits
 from ._base import ConstantFeatureWarning, _ARDPathEstimator, _Chosen
 from ._basis import make_basis
 from ._certainty import inclusion_certainty, leave_one_out_sq
-from ._criteria import CRITERIA, check_criterion, choose_step
-from ._ep import loo_error, loo_prob_error, run_ep
+from ._criteria import CRITERIA, check_criterion, choose_step, group_cavities
+from ._ep import LatentPosterior, loo_error, loo_prob_error, run_ep
 from ._probit import probit_log_proba, tilted_moments
 from ._sequential import score_candidates
 from ._validation import check_binary_labels
-from .exceptions import LabelError
+from .exceptions import DataError, LabelError
 from .model import Posterior
 
 __all__ = ["ARDClassifier", "ConstantFeatureWarning"]
@@ -351,8 +351,10 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             if prob.n_ep_unconverged:
                 logger.info("EP hit ep_max_iter at %d path steps", prob.n_ep_unconverged)
             n_iter = max(n_iter, len(path.steps) - 1)
-            self._fits.append(_BinaryFit(classes[k], path.steps, path.converged, prob, scale,
-                                         self._basis_names, self._icol))
+            fit = _BinaryFit(classes[k], path.steps, path.converged, prob, scale,
+                             self._basis_names, self._icol)
+            fit.signs = t  # (n,) +1 for the problem's class, -1 for the rest
+            self._fits.append(fit)
         self.n_iter_ = n_iter
 
     def _max_init(self, n_samples):
@@ -451,6 +453,41 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
 
+    def leave_group_out_proba(self, groups):
+        """Class probabilities of each training sample with its whole group left out, from EP.
+
+        For each group (a donor, a patient, a batch: any label per training sample), all of the
+        group's EP sites are divided out of the chosen model's posterior at once, which leaves
+        EP's approximation of the posterior given the other groups; the group's latents are then
+        jointly Gaussian, and each sample's class probabilities follow by the usual rule
+        (:meth:`predict_proba`). No refit is run. As with EP's per-sample leave-one-out, the
+        genes and their precisions stay those chosen on all samples: selection is not redone, so
+        the estimate is optimistic where selection itself overfits. Singleton groups give the
+        per-sample EP leave-one-out (cavity) probabilities.
+
+        Parameters
+        ----------
+        groups : array-like of shape (n_training_samples,)
+            A group label for every sample ``fit`` saw, in the same order.
+
+        Returns
+        -------
+        ndarray of shape (n_training_samples, n_classes), columns in ``classes_`` order.
+        """
+        check_is_fitted(self)
+        groups = np.asarray(groups)
+        n = self._fits[0].signs.shape[0]
+        if groups.ndim != 1 or groups.shape[0] != n:
+            msg = f"groups must give one label per training sample ({n}); got shape {groups.shape}"
+            raise DataError(msg)
+        means, variances = [], []
+        for fit in self._fits:
+            P = fit.problem.columns(fit.active)  # (n, d) signed, unit-RMS scaled
+            mc, vc, _ = group_cavities(fit.post, P, fit.ep.tau, fit.ep.nu, groups)
+            means.append(fit.signs * mc)  # back from the signed latent to the class latent
+            variances.append(vc)
+        return np.exp(probit_log_proba(np.array(means).T, np.array(variances).T))
+
     # ------------------------------------------------------------------ selection
     def ranked_features(self):
         """Every feature (basis function) ranked, for the chosen model of each binary problem.
@@ -468,8 +505,15 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             the others as chosen, under a uniform prior on its weight's prior variance up to
             ``1 / alpha_min``), ``pip`` (posterior inclusion probability at even prior odds) and
             ``p_sign`` (probability that the weight has the sign of ``mean``, or for a feature
-            outside the model the sign it would take if added); see ``ardselect._certainty``.
-            NaN for features that cannot enter (constant ones). Ordered by class, then rank.
+            outside the model the sign it would take if added); see ``ardselect._certainty``;
+            ``z`` (signed: posterior mean / sd of the weight in the model; outside it, the z the
+            weight would have if the feature entered with a flat prior, ``q / sqrt(s)``, whose
+            square orders those features), ``log_bf_marginal`` (the log Bayes factor of the feature
+            and the intercept against the intercept alone, on the EP sites of the intercept-only
+            model: how much it predicts on its own, where ``log_bf`` says whether the model needs
+            it beside the others). NaN for
+            features that cannot enter (constant ones).
+            Ordered by class, then rank.
         """
         check_is_fitted(self)
         frames = []
@@ -496,6 +540,31 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             # The sign the table reports: the posterior mean's for selected genes, else the sign
             # the weight would take if the gene were added.
             p_sign = np.where(usable, np.maximum(p_pos, 1.0 - p_pos), np.nan)
+            # Signed z of each weight: posterior mean / sd in the model (= q / sqrt(alpha + s) in
+            # the virtual regression); outside it, the z the weight would have if it entered with
+            # a flat prior, q / sqrt(s), whose square is the potential that ranks those genes.
+            with np.errstate(divide="ignore", invalid="ignore"):
+                z_out = q_loo[:n_basis] / np.sqrt(s_loo[:n_basis])
+                z_in = self.coef_[i] / self.coef_sd_[i]
+            z = np.where(np.isfinite(self.alpha_[i]), z_in, z_out)
+            z = np.where(usable, z, np.nan)
+            # Marginal evidence: the gene alone (beside the intercept) against the intercept alone,
+            # on the EP sites of the intercept-only model at the widest prior the path allows: a
+            # one-gene Bayes factor, by the same closed form. Without the intercept, genes high in
+            # the larger class would score for the class imbalance itself.
+            if fit.intercept_col >= 0:
+                base = np.array([fit.intercept_col])
+                st0 = fit.problem.fit_sites(base, np.array([self.alpha_min]), None, tol=1e-9)
+                b0 = st0.tau
+                t0 = np.where(b0 > 0, st0.nu / np.where(b0 > 0, b0, 1.0), 0.0)
+                post0 = st0.post
+            else:
+                b0, t0 = fit.problem.initial_virtual()
+                post0 = LatentPosterior(np.zeros((b0.shape[0], 0)), np.zeros(0), b0, b0 * t0)
+            S0, Q0 = score_candidates(fit.problem.design, post0, b0, t0)
+            log_bf_marginal, _, _ = inclusion_certainty(S0[:n_basis], Q0[:n_basis],
+                                                        1.0 / self.alpha_min)
+            log_bf_marginal = np.where(usable, log_bf_marginal, np.nan)
             potential = np.where(fit.problem.allowed[:n_basis], potential, -np.inf)
             selected = np.isfinite(self.alpha_[i])
             key = np.where(selected, relevance, potential)
@@ -519,6 +588,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                 "log_bf": log_bf[order],
                 "pip": pip[order],
                 "p_sign": p_sign[order],
+                "z": z[order],
+                "log_bf_marginal": log_bf_marginal[order],
             }))
         out = pd.concat(frames, ignore_index=True)
         out.loc[out["entered_step"] < 0, "entered_step"] = pd.NA

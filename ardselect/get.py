@@ -24,7 +24,7 @@ import pandas as pd
 from .exceptions import ArdselectError
 from .model import PortableModel
 
-__all__ = ["chosen_steps", "gene_sets", "model", "path_df", "ranked_genes_df"]
+__all__ = ["chosen_steps", "gene_sets", "model", "path_df", "ranked_genes_df", "ranked_list"]
 
 
 def _stored(adata, key: str) -> dict:
@@ -75,7 +75,10 @@ def ranked_genes_df(
         ``relevance`` (inverse ARD precision on the internal unit-RMS scale, 0 outside the model),
         ``mean`` and ``sd`` (posterior of the weight of the standardised gene), ``alpha`` (ARD
         precision, ``inf`` outside the model), ``entered_step`` (first path step with the gene in
-        the model, ``<NA>`` if never); rows by class, then rank.
+        the model, ``<NA>`` if never), ``log_bf``, ``pip`` and ``p_sign`` (how sure the model is
+        of the gene: log Bayes factor of the gene in against out, posterior inclusion probability,
+        probability that the weight has the sign of ``mean``; see
+        :meth:`ardselect.ARDClassifier.ranked_features`); rows by class, then rank.
     """
     df = _uns_to_table(_stored(adata, key)["ranked"])
     if group is not None:
@@ -99,29 +102,112 @@ def path_df(adata, key: str = "ardselect") -> pd.DataFrame:
     return _uns_to_table(_stored(adata, key)["path"])
 
 
-def gene_sets(adata, key: str = "ardselect") -> dict[str, tuple[str, list[str]]]:
-    """Selected genes as named gene sets (for :func:`ardselect.io.write_gmt`), in rank order.
+#: var columns that hold gene symbols (``description`` and friends hold free text, not symbols).
+_SYMBOL_COLUMNS = ("symbol", "symbols", "gene_symbol", "gene_symbols", "gene_name", "gene_names",
+                   "feature_name")
 
-    Binary results give one set, ``"{positive}_vs_{negative}"``; multi-class results one set per
-    class, ``"{class}_vs_rest"``. Descriptions say how the set was made.
+
+def _naming(stored: dict) -> tuple[bool, str]:
+    """Whether the ranked table's ``description`` holds gene symbols, and a sentence saying so."""
+    pre = stored.get("preprocessing", {})
+    params = stored.get("params", {})
+    key = str(pre.get("symbol_key", "None"))
+    chosen = str(params.get("symbol_key", "None")) != "None"
+    if key != "None" and (chosen or key in _SYMBOL_COLUMNS):
+        return True, f"gene symbols from var[{key!r}]"
+    return False, "gene identifiers (var_names; the data carry no gene symbol column)"
+
+
+def _labels(table: pd.DataFrame, *, use_symbols: bool) -> np.ndarray:
+    """Symbols where known (a gene without one keeps its identifier), else identifiers."""
+    genes = table["gene"].astype(str).to_numpy()
+    if not use_symbols:
+        return genes
+    sym = table["description"].fillna("").astype(str).str.strip().to_numpy()
+    return np.where(sym != "", sym, genes)
+
+
+def _problems(stored: dict) -> list[tuple[str, str]]:
+    """``(class, what it is compared with)`` for every binary problem, in stored order."""
+    classes = [str(c) for c in np.asarray(stored["classes"]).tolist()]
+    problems = [str(p) for p in np.asarray(stored["problems"]).tolist()]
+    if len(problems) == 1 and len(classes) == 2:
+        other = classes[0] if problems[0] == classes[1] else classes[1]
+        return [(problems[0], other)]
+    return [(p, "rest") for p in problems]
+
+
+def gene_sets(adata, key: str = "ardselect") -> dict[str, tuple[str, list[str]]]:
+    """Selected genes as gene sets for enrichment tools (:func:`ardselect.io.write_gmt`).
+
+    Each binary problem gives two sets, in rank order: ``"{class}_up"``, the selected genes whose
+    weight is positive (higher expression points to the class), and ``"{class}_down"``, those whose
+    weight is negative (their absence points to it). Multi-class results give one pair per class
+    (against the rest); two classes give one pair, for the positive class. Genes are named by their
+    symbols when the data carry a symbol column (``symbol``, ``gene_symbol(s)``, ``gene_name(s)``,
+    ``feature_name``, or the ``symbol_key`` given to :func:`ardselect.rank_genes`), each symbol
+    once; otherwise by their identifiers. The set's description says which, and how the set was
+    made. An empty set is still listed (its description says 0 genes).
     """
     stored = _stored(adata, key)
-    classes = [str(c) for c in np.asarray(stored["classes"]).tolist()]
     params = stored.get("params", {})
     criterion = params.get("criterion", "?")
     label_key = params.get("groupby", "?")
+    use_symbols, naming = _naming(stored)
     ranked = ranked_genes_df(adata, key, selected_only=True)
     sets = {}
-    for cls in dict.fromkeys(_uns_to_table(stored["ranked"])["class"]):
-        genes = ranked.loc[ranked["class"] == cls, "gene"].tolist()
-        if len(classes) == 2:
-            other = classes[0] if cls == classes[1] else classes[1]
-            name = f"{cls}_vs_{other}"
-        else:
-            name = f"{cls}_vs_rest"
-        desc = f"ardselect ARD-EP genes for {label_key}={cls} (criterion {criterion}, {len(genes)} genes)"
-        sets[name] = (desc, genes)
+    for cls, other in _problems(stored):
+        block = ranked[ranked["class"] == cls]
+        names = _labels(block, use_symbols=use_symbols)
+        weight = block["mean"].to_numpy(float)
+        for direction, keep in (("up", weight > 0), ("down", weight < 0)):
+            genes = list(dict.fromkeys(names[keep].tolist()))
+            how = "higher" if direction == "up" else "lower"
+            desc = (f"ardselect ARD-EP: {len(genes)} genes {how} in {label_key}={cls} than in "
+                    f"{other} (criterion {criterion}); {naming}")
+            sets[f"{cls}_{direction}"] = (desc, genes)
     return sets
+
+
+def ranked_list(adata, key: str = "ardselect", *, group: str | None = None) -> pd.DataFrame:
+    """Every gene with a signed score, for pre-ranked enrichment (GSEA ``.rnk``; ``io.write_rnk``).
+
+    The score is the signed z of the gene's weight (``z`` of :func:`ranked_genes_df`): posterior
+    mean / sd for genes in the chosen model; for the others, the z their weight would have if
+    they entered with a flat prior (``q / sqrt(s)`` of the virtual regression, the statistic
+    ardselect ranks them by). It is continuous, so genes outside the model are not tied (only
+    genes with identical data are). Positive: higher in the class. Genes named by symbol when the
+    data carry symbols (see :func:`gene_sets`), one row per symbol (the gene with the largest
+    ``|score|``, as pre-ranked tools collapse probes); constant genes, which carry no
+    information, are left out. Rows by decreasing score.
+
+    Parameters
+    ----------
+    adata : anndata.AnnData
+    key : str, default="ardselect"
+    group : str, optional
+        The class (multi-class results); by default the only binary problem's positive class.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``gene`` and ``score``.
+    """
+    stored = _stored(adata, key)
+    problems = [cls for cls, _ in _problems(stored)]
+    if group is None:
+        if len(problems) > 1:
+            msg = f"give the group: one of {', '.join(problems)}"
+            raise KeyError(msg)
+        group = problems[0]
+    table = ranked_genes_df(adata, key, group=group)
+    use_symbols, _ = _naming(stored)
+    out = pd.DataFrame({"gene": _labels(table, use_symbols=use_symbols), "score": table["z"].to_numpy(float)})
+    out = out[np.isfinite(out["score"])]
+    out = out.iloc[np.argsort(-out["score"].abs().to_numpy(), kind="stable")]
+    out = out.drop_duplicates("gene", keep="first")
+    out = out.iloc[np.argsort(-out["score"].to_numpy(), kind="stable")]
+    return out.reset_index(drop=True)
 
 
 def chosen_steps(adata, key: str = "ardselect") -> dict:

@@ -48,6 +48,7 @@ __all__ = [
     "write_cls",
     "write_gct",
     "write_gmt",
+    "write_rnk",
     "write_tsv",
 ]
 
@@ -712,5 +713,20 @@ def write_gmt(gene_sets: Mapping[str, tuple[str, Sequence[str]]], path) -> None:
     for name, (description, genes) in gene_sets.items():
         fields = [clean(name), clean(description), *(clean(g) for g in genes)]
         lines.append("\t".join(fields))
+    with atomic_write(path) as fh:
+        fh.write("\n".join(lines) + ("\n" if lines else ""))
+
+
+def write_rnk(ranked: pd.DataFrame, path) -> None:
+    """Write a pre-ranked gene list (GSEA ``.rnk``): ``gene<TAB>score`` per line, no header.
+
+    ``ranked`` has columns ``gene`` and ``score`` (:func:`ardselect.get.ranked_list`); rows are
+    written in the given order, scores with 10 significant digits.
+    """
+    if list(ranked.columns[:2]) != ["gene", "score"]:
+        msg = f"a ranked list needs the columns gene and score; got {list(ranked.columns)}"
+        raise ValueError(msg)
+    genes = [" ".join(str(g).split()) for g in ranked["gene"]]
+    lines = [f"{g}\t{FLOAT_FORMAT % v}" for g, v in zip(genes, ranked["score"], strict=True)]
     with atomic_write(path) as fh:
         fh.write("\n".join(lines) + ("\n" if lines else ""))

@@ -31,11 +31,15 @@ from .exceptions import DataError, LabelError
 __all__ = [
     "baselines",
     "calibration_table",
+    "ep_leave_group_out",
     "evaluate",
     "expected_calibration_error",
+    "genes_used",
     "n_genes_used",
     "paired_difference",
     "partitions",
+    "selection_frequency",
+    "selection_stability",
     "summarize",
 ]
 
@@ -112,7 +116,12 @@ def _unwrap(est):
 
 
 def n_genes_used(est, n_features: int) -> int:
-    """Number of input genes a fitted classifier uses.
+    """Number of input genes a fitted classifier uses (the size of :func:`genes_used`)."""
+    return int(genes_used(est, n_features).sum())
+
+
+def genes_used(est, n_features: int) -> np.ndarray:
+    """Boolean mask of the input genes a fitted classifier uses, shape ``(n_features,)``.
 
     Walks search wrappers (``best_estimator_``), calibration wrappers and pipelines: selectors with
     ``get_support`` narrow the set, and a final linear model keeps the columns with a non-zero
@@ -144,7 +153,7 @@ def n_genes_used(est, n_features: int) -> int:
         sub = mask.copy()
         sub[np.flatnonzero(mask)] = keep
         mask = sub
-    return int(mask.sum())
+    return mask
 
 
 def partitions(y, *, n_splits=20, train_size=2 / 3, groups=None, random_state=0):
@@ -215,14 +224,27 @@ def _scores(proba, y_test, classes, y_train):
     }, pred
 
 
+def _input_columns(pre, n_in: int, n_out: int):
+    """Input column of each column a fitted preprocessor puts out, or None if it cannot be told."""
+    for attr in ("keep_", "get_support"):
+        if hasattr(pre, attr):
+            keep = getattr(pre, attr)
+            keep = np.asarray(keep() if callable(keep) else keep, dtype=bool)
+            if keep.shape == (n_in,) and int(keep.sum()) == n_out:
+                return np.flatnonzero(keep)
+    return np.arange(n_in) if n_out == n_in else None
+
+
 def _one_split(split, X, y, ids, train, test, methods, criteria, preprocessor):
     classes = np.unique(y[train])
     Xtr, Xte = X[train], X[test]
+    columns = np.arange(X.shape[1])
     if preprocessor is not None:
         pre = clone(preprocessor).fit(Xtr)
         Xtr, Xte = pre.transform(Xtr), pre.transform(Xte)
+        columns = _input_columns(pre, X.shape[1], Xtr.shape[1])
     n_features = Xtr.shape[1]
-    rows, preds = [], []
+    rows, preds, chosen = [], [], {}
 
     def record(name, model, seconds):
         proba = np.asarray(model.predict_proba(Xte), dtype=np.float64)
@@ -231,8 +253,11 @@ def _one_split(split, X, y, ids, train, test, methods, criteria, preprocessor):
             msg = f"{name}: fitted classes {model_classes} differ from the training classes"
             raise LabelError(msg)
         scores, pred = _scores(proba, y[test], classes, y[train])
+        used = genes_used(model, n_features)
+        if columns is not None:
+            chosen[name] = columns[used]
         rows.append({"split": split, "method": name, "n_train": len(train), "n_test": len(test),
-                     **scores, "genes": n_genes_used(model, n_features), "fit_seconds": seconds})
+                     **scores, "genes": int(used.sum()), "fit_seconds": seconds})
         frame = pd.DataFrame({"split": split, "method": name, "sample": ids[test],
                               "label": y[test], "predicted": pred})
         for k, c in enumerate(classes):
@@ -250,11 +275,12 @@ def _one_split(split, X, y, ids, train, test, methods, criteria, preprocessor):
         record(name, model, seconds)
         for crit in criteria.get(name, ()):
             record(f"{name} ({crit})", model.at_step(model.choose_step(crit)), seconds)
-    return rows, preds
+    return rows, preds, chosen
 
 
 def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preprocessor=None,
              n_splits: int = 20, train_size=2 / 3, groups=None, sample_ids=None,
+             feature_names=None, return_selection: bool = False,
              random_state: int = 0, n_jobs: int = 1, progress=None):
     """Score several classifiers on the same seeded train/test partitions.
 
@@ -275,6 +301,10 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
         The partitions (:func:`partitions`).
     sample_ids : array-like of shape (n_samples,), optional
         Identifiers written in the predictions (default: positions).
+    feature_names : array-like of shape (n_genes,), optional
+        Gene names for the columns of ``selection`` (default: positions).
+    return_selection : bool, default=False
+        Also return which genes each method used on each partition.
     n_jobs : int, default=1
         Partitions run in parallel with joblib; results do not depend on ``n_jobs``.
     progress : callable, optional
@@ -289,6 +319,11 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
     predictions : pandas.DataFrame
         One row per partition, method and test sample: ``split``, ``method``, ``sample``, ``label``,
         ``predicted``, ``prob_<class>`` for every class.
+    selection : pandas.DataFrame of bool, only with ``return_selection=True``
+        Index ``(split, method)``, one column per input gene: the genes the fitted model used
+        (:func:`genes_used`, mapped back through the preprocessor's ``keep_`` or ``get_support``;
+        rows are missing where the preprocessor's output columns cannot be traced to input genes).
+        Summarise with :func:`selection_frequency` and :func:`selection_stability`.
     """
     from joblib import Parallel, delayed
 
@@ -321,17 +356,135 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
                        random_state=random_state)
     jobs = (delayed(_one_split)(i + 1, X, y, ids, tr, te, dict(methods), criteria, preprocessor)
             for i, (tr, te) in enumerate(parts))
-    rows, preds = [], []
-    for done, (r, p) in enumerate(Parallel(n_jobs=n_jobs, return_as="generator_unordered")(jobs), 1):
+    rows, preds, chosen = [], [], {}
+    for done, (r, p, c) in enumerate(Parallel(n_jobs=n_jobs, return_as="generator_unordered")(jobs),
+                                     1):
         rows.extend(r)
         preds.extend(p)
+        if r:
+            chosen.update({(r[0]["split"], m): cols for m, cols in c.items()})
         if progress is not None:
             progress(done)
         logger.debug("partition %d/%d done", done, len(parts))
     names = [n for m in methods for n in (m, *(f"{m} ({c})" for c in criteria.get(m, ())))]
     results = _in_order(pd.DataFrame(rows), names)
     predictions = _in_order(pd.concat(preds, ignore_index=True), names)
-    return results, predictions
+    if not return_selection:
+        return results, predictions
+    genes = (np.arange(X.shape[1]) if feature_names is None
+             else np.asarray(feature_names).astype(str))
+    if genes.shape[0] != X.shape[1]:
+        msg = f"{genes.shape[0]} feature names for {X.shape[1]} genes"
+        raise DataError(msg)
+    keys = [(int(r.split), r.method) for r in results.itertuples() if (r.split, r.method) in chosen]
+    mask = np.zeros((len(keys), X.shape[1]), dtype=bool)
+    for i, k in enumerate(keys):
+        mask[i, chosen[k]] = True
+    selection = pd.DataFrame(mask, columns=pd.Index(genes, name="gene"),
+                             index=pd.MultiIndex.from_tuples(keys, names=["split", "method"]))
+    return results, predictions, selection
+
+
+def ep_leave_group_out(estimator, X, y, groups, *, criteria=(), preprocessor=None,
+                       sample_ids=None):
+    """EP's leave-one-group-out estimate from one fit: every group's sites removed together.
+
+    The preprocessor and ``estimator`` (an :class:`ardselect.ARDClassifier`) are fitted once on all
+    samples; then each sample's class probabilities are those of the chosen model with all of its
+    group's EP sites divided out (:meth:`ARDClassifier.leave_group_out_proba`), which needs no
+    refit. Genes, precisions and the preprocessing stay those fitted on all samples: selection is
+    not redone, as for EP's per-sample leave-one-out, so the estimate is optimistic where selection
+    overfits; :func:`evaluate` with ``groups=`` refits everything per partition and is the honest
+    reference.
+
+    Parameters
+    ----------
+    estimator : ARDClassifier
+        Cloned and fitted on all samples.
+    X, y, groups : array-likes of n_samples rows
+        ``groups`` holds a group label (donor, patient) per sample.
+    criteria : sequence of str, default=()
+        Further criteria whose models on the same path are also scored, as ``"(criterion)"``.
+    preprocessor : transformer, optional
+    sample_ids : array-like, optional
+
+    Returns
+    -------
+    scores : pandas.DataFrame
+        One row per model: ``method`` (``"ARD-EP"`` or ``"ARD-EP (criterion)"``), ``n_groups``,
+        ``errors``, ``error_rate``, ``log_loss``, ``brier``, ``ece``, ``genes``.
+    predictions : pandas.DataFrame
+        ``method``, ``sample``, ``group``, ``label``, ``predicted``, ``prob_<class>``.
+    """
+    y = np.asarray(y).astype(str)
+    groups = np.asarray(groups)
+    if groups.shape[0] != y.shape[0]:
+        msg = f"groups has {groups.shape[0]} entries for {y.shape[0]} samples"
+        raise DataError(msg)
+    ids = np.arange(y.size) if sample_ids is None else np.asarray(sample_ids).astype(str)
+    Z = X if preprocessor is None else clone(preprocessor).fit(X).transform(X)
+    model = clone(estimator).fit(Z, y)
+    classes = np.asarray(model.classes_).astype(str)
+    rows, preds = [], []
+    for crit in (None, *criteria):
+        name = "ARD-EP" if crit is None else f"ARD-EP ({crit})"
+        m = model if crit is None else model.at_step(model.choose_step(crit))
+        proba = m.leave_group_out_proba(groups)
+        scores, pred = _scores(proba, y, classes, y)
+        scores.pop("log_loss_prior")
+        rows.append({"method": name, "n_groups": int(np.unique(groups).size), **scores,
+                     "genes": n_genes_used(m, Z.shape[1])})
+        frame = pd.DataFrame({"method": name, "sample": ids, "group": groups, "label": y,
+                              "predicted": pred})
+        for k, c in enumerate(classes):
+            frame[f"prob_{c}"] = proba[:, k]
+        preds.append(frame)
+    return pd.DataFrame(rows), pd.concat(preds, ignore_index=True)
+
+
+def selection_frequency(selection: pd.DataFrame) -> pd.DataFrame:
+    """How often each gene was used, per method: the fraction of partitions (0 to 1).
+
+    ``selection`` is the third result of :func:`evaluate` with ``return_selection=True``.
+    Returns one row per gene (index ``gene``) and one column per method, in the methods' order;
+    rows by decreasing frequency of the first method (stable, so ties keep the input order).
+    """
+    methods = list(dict.fromkeys(selection.index.get_level_values("method")))
+    freq = pd.DataFrame({m: selection.xs(m, level="method").mean(axis=0) for m in methods})
+    freq.index.name = "gene"
+    order = np.argsort(-freq[methods[0]].to_numpy(), kind="stable")
+    return freq.iloc[order]
+
+
+def selection_stability(selection: pd.DataFrame) -> pd.DataFrame:
+    """Stability of each method's selected gene set across partitions.
+
+    For every pair of partitions, the Jaccard index ``|A & B| / |A | B|`` of the two selected sets
+    (1: the same genes; 0: none shared); pairs where both sets are empty are left out. Returns one
+    row per method: ``method``, ``n_splits``, ``genes_mean`` (set size), ``jaccard_mean``,
+    ``jaccard_sd`` (over the pairs, which share partitions and so are not independent: read it
+    as a spread, not a standard error) and ``genes_always`` (genes used on every partition). A method
+    using every gene has Jaccard 1 by construction.
+    """
+    out = []
+    for method in dict.fromkeys(selection.index.get_level_values("method")):
+        M = selection.xs(method, level="method").to_numpy(dtype=np.float64)  # (k, p)
+        k = M.shape[0]
+        size = M.sum(axis=1)
+        inter = M @ M.T  # (k, k)
+        union = size[:, None] + size[None, :] - inter
+        iu = np.triu_indices(k, 1)
+        ok = union[iu] > 0
+        jac = inter[iu][ok] / union[iu][ok]
+        out.append({
+            "method": method,
+            "n_splits": k,
+            "genes_mean": float(size.mean()) if k else float("nan"),
+            "jaccard_mean": float(jac.mean()) if jac.size else float("nan"),
+            "jaccard_sd": float(jac.std(ddof=1)) if jac.size > 1 else float("nan"),
+            "genes_always": int(np.all(M > 0, axis=0).sum()) if k else 0,
+        })
+    return pd.DataFrame(out)
 
 
 def _in_order(frame, names):

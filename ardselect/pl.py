@@ -13,7 +13,9 @@ import pandas as pd
 
 from .io import atomic_write
 
-__all__ = ["LOO_PROB_FLOOR", "calibration", "path", "require_matplotlib", "save_png", "weights"]
+__all__ = [
+    "LOO_PROB_FLOOR", "calibration", "certainty", "path", "require_matplotlib", "save_png", "weights",
+]
 
 #: Gene labels of the weights plot: the gene and its description, at most this many characters.
 LABEL_WIDTH = 34
@@ -191,6 +193,14 @@ def weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fi
         ax.axvline(0.0, color="k", lw=0.8)
         ax.set_yticks(ypos)
         ax.set_yticklabels(labels, fontsize=7)
+        if "pip" in sub and k:
+            # How sure the model is of each gene, on the right: its posterior inclusion probability.
+            right = ax.twinx()
+            right.set_ylim(ax.get_ylim())
+            right.set_yticks(ypos)
+            right.set_yticklabels([_pip_label(p) for p in sub["pip"].to_numpy(float)], fontsize=7)
+            right.tick_params(axis="y", length=0)
+            right.set_ylabel("posterior inclusion probability", fontsize=7)
         ax.set_xlabel("weight (posterior mean +- 2 sd)")
         ax.grid(visible=True, axis="x", alpha=0.3)
         sub_title = f"{cls} vs rest" if len(classes) > 1 else (title or "")
@@ -203,6 +213,83 @@ def weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fi
         ax.set_visible(False)
     if title and len(classes) > 1:
         fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def _pip_label(p: float) -> str:
+    """A probability shown to two decimals, without rounding a near-certainty up to 1."""
+    if not np.isfinite(p):
+        return "-"
+    if p >= 0.995:
+        return ">0.99"
+    if p <= 0.005:
+        return "<0.01"
+    return f"{p:.2f}"
+
+
+def certainty(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fig=None):
+    """How sure the model is of each gene: log Bayes factor, inclusion and sign probability.
+
+    ``ranked`` is a ranked table with the certainty columns (:meth:`ARDClassifier.ranked_features`
+    or :func:`ardselect.get.ranked_genes_df`: ``rank``, ``gene`` or ``feature``, ``selected``,
+    ``log_bf``, ``pip``, ``p_sign``, optionally ``class``). For the ``top`` best-ranked genes of each
+    class (selected ones first, then the best candidates outside the model) a bar shows the log Bayes
+    factor of the gene in the model against out of it; dark bars are selected genes. Right-hand
+    labels give the posterior inclusion probability and the probability that the weight has the
+    sign shown (``w>0`` or ``w<0``). Dotted lines mark log Bayes factors of +-log(3) and +-log(20) ("positive" and
+    "strong" evidence on Kass & Raftery's scale). One panel per class (at most 12). Returns the
+    matplotlib Figure.
+    """
+    require_matplotlib()
+    from matplotlib.figure import Figure
+
+    table = ranked.copy()
+    if "class" not in table:
+        table["class"] = ""
+    name_col = "gene" if "gene" in table else "feature"
+    classes = list(dict.fromkeys(table["class"].astype(str)))[:12]
+    counts = [min(int((table["class"].astype(str) == c).sum()), top) for c in classes]
+    height = max(2.5, 0.22 * max(counts + [1]) + 1.3)
+    ncol = min(len(classes), 3)
+    nrow = -(-len(classes) // ncol)
+    if fig is None:
+        fig = Figure(figsize=(5.2 * ncol, height * nrow))
+    axes = np.atleast_1d(fig.subplots(nrow, ncol, squeeze=False)).ravel()
+    for ax, cls in zip(axes, classes, strict=False):
+        sub = table[table["class"].astype(str) == cls].sort_values("rank", kind="stable")
+        sub = sub[np.isfinite(sub["log_bf"].to_numpy(float))].head(top)
+        k = len(sub)
+        ypos = np.arange(k)[::-1]
+        bf = sub["log_bf"].to_numpy(float)
+        sel = sub["selected"].astype(bool).to_numpy()
+        ax.barh(ypos, bf, color=np.where(sel, "C0", "0.75"), height=0.7)
+        for v in (np.log(3.0), np.log(20.0)):
+            for sign in (-1, 1):
+                ax.axvline(sign * v, color="0.4", lw=0.6, ls=":")
+        ax.axvline(0.0, color="k", lw=0.8)
+        ax.set_yticks(ypos)
+        ax.set_yticklabels(sub[name_col].astype(str).to_numpy(), fontsize=7)
+        ax.set_ylim(-0.7, max(k, 1) - 0.3)
+        right = ax.twinx()
+        right.set_ylim(ax.get_ylim())
+        right.set_yticks(ypos)
+        signs = np.where(sub["mean"].to_numpy(float) < 0, "w<0", "w>0") if "mean" in sub else [""] * k
+        right.set_yticklabels(
+            [f"{_pip_label(p):>5}  {s} {_pip_label(q):>5}" for p, s, q in
+             zip(sub["pip"].to_numpy(float), signs, sub["p_sign"].to_numpy(float), strict=True)],
+            fontsize=7, family="monospace")
+        right.tick_params(axis="y", length=0)
+        right.set_ylabel("inclusion probability;  probability of the sign", fontsize=7)
+        ax.set_xlabel("log Bayes factor, in vs out (dark: selected)")
+        ax.grid(visible=True, axis="x", alpha=0.3)
+        sub_title = f"{cls} vs rest" if len(classes) > 1 else (title or "")
+        if sub_title:
+            ax.set_title(sub_title, fontsize=9)
+    for ax in axes[len(classes):]:
+        ax.set_visible(False)
+    if title and len(classes) > 1:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
     return fig
 
 

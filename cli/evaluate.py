@@ -71,12 +71,22 @@ def evaluate(
             "and top-k t-test genes + L2-logistic, each tuned by inner 5-fold CV on the training part.",
         ),
     ] = False,
+    l1: Annotated[
+        bool,
+        typer.Option(
+            "--l1/--no-l1",
+            help="Also score L1-logistic regression (C by inner 5-fold CV) on the same partitions: "
+            "the usual peer, beside which the selection frequencies and stability are reported "
+            "(--baselines includes it).",
+        ),
+    ] = True,
     groups: Annotated[
         str | None,
         typer.Option(
             "--groups",
             help="obs column (e.g. donor or patient) whose groups are held out whole: no group is "
-            "in both the training and the test part of a partition.",
+            "in both the training and the test part of a partition. Also reports EP's "
+            "leave-one-group-out estimate from one fit (-o: leave_group_out.tsv).",
             show_default=False,
         ),
     ] = None,
@@ -89,8 +99,10 @@ def evaluate(
             "--out",
             "-o",
             help="Folder for splits.tsv (per partition and method), summary.tsv, predictions.tsv "
-            "(held-out sample ids, true and predicted labels, a probability per class) and "
-            "calibration.tsv / calibration.png (reliability diagram).",
+            "(held-out sample ids, true and predicted labels, a probability per class), "
+            "selection.tsv (how often each gene was selected, per method), stability.tsv "
+            "(Jaccard stability of the selected sets) and calibration.tsv / calibration.png "
+            "(reliability diagram).",
             show_default=False,
         ),
     ] = None,
@@ -159,8 +171,11 @@ def evaluate(
         if max_steps is not None:
             params["max_steps"] = int(max_steps)
         methods = {"ARD-EP": ardselect.ARDClassifier(criterion="loo", **params)}
+        peers = ardselect.model_selection.baselines(random_state=seed)
         if baselines:
-            methods.update(ardselect.model_selection.baselines(random_state=seed))
+            methods.update(peers)
+        elif l1:
+            methods["L1-logistic"] = peers["L1-logistic"]
         pre = ardselect.preprocessing.Preprocessor(log=log.value, pseudocount=pseudocount, floor=floor,
                                         cap=cap, standardize=standardize)
         progress = task_progress(splits, "partitions", quiet=quiet)
@@ -171,21 +186,33 @@ def evaluate(
             "train_size": int(train_size) if train_size >= 1 else float(train_size),
             "groups": group_values,
             "sample_ids": adata.obs_names.to_numpy(),
+            "feature_names": np.asarray(gene_names).astype(str),
+            "return_selection": True,
             "random_state": seed,
             "n_jobs": n_jobs,
         }
         if progress is None:
-            results, predictions = run_evaluation(X, y, methods, **kwargs)
+            results, predictions, selection = run_evaluation(X, y, methods, **kwargs)
         else:
             with progress:
                 task = progress.add_task("partitions", total=splits)
-                results, predictions = run_evaluation(
+                results, predictions, selection = run_evaluation(
                     X, y, methods, progress=lambda done: progress.update(task, completed=done),
                     **kwargs)
         rename = {"ARD-EP": "ARD-EP (loo)"}
         results["method"] = results["method"].replace(rename)
         predictions["method"] = predictions["method"].replace(rename)
+        selection = selection.rename(index=rename, level="method")
         summary = summarize(results, predictions)
+        logo = logo_pred = None
+        if group_values is not None:
+            logo, logo_pred = ardselect.model_selection.ep_leave_group_out(
+                methods["ARD-EP"], X, y, group_values, criteria=("loo-prob", "evidence"),
+                preprocessor=pre, sample_ids=adata.obs_names.to_numpy())
+            logo["method"] = logo["method"].replace(rename)
+            logo_pred["method"] = logo_pred["method"].replace(rename)
+        frequency = ardselect.model_selection.selection_frequency(selection)
+        stability = ardselect.model_selection.selection_stability(selection)
         if out is not None:
             prob = predictions.filter(like="prob_").to_numpy(dtype=float)
             calib = ardselect.model_selection.calibration_table(pd.DataFrame({
@@ -199,6 +226,11 @@ def evaluate(
                 ardselect.io.write_tsv(results, tmp / "splits.tsv")
                 ardselect.io.write_tsv(summary, tmp / "summary.tsv")
                 ardselect.io.write_tsv(predictions, tmp / "predictions.tsv")
+                ardselect.io.write_tsv(frequency.reset_index(), tmp / "selection.tsv")
+                ardselect.io.write_tsv(stability, tmp / "stability.tsv")
+                if logo is not None:
+                    ardselect.io.write_tsv(logo, tmp / "leave_group_out.tsv")
+                    ardselect.io.write_tsv(logo_pred, tmp / "leave_group_out_predictions.tsv")
                 ardselect.io.write_tsv(calib.rename(columns={"criterion": "method"}),
                                             tmp / "calibration.tsv")
                 fig = ardselect.pl.calibration(
@@ -206,19 +238,54 @@ def evaluate(
                 ardselect.pl.save_png(fig, tmp / "calibration.png")
                 tx.commit()
         if not quiet:
-            _evaluate_summary(summary, results, data, label_key, out)
+            _evaluate_summary(summary, results, data, label_key, out, groups)
+            if logo is not None:
+                _logo_summary(logo, groups)
+            _stability_summary(stability, frequency)
 
 
-def _evaluate_summary(summary, results, data, label_key, out):
+def _logo_summary(logo, groups):
+    from rich.console import Console
+
+    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    n_groups = int(logo["n_groups"].iloc[0])
+    console.print(f"EP leave-one-{groups}-out from one fit on all samples ({n_groups} groups; "
+                  "genes not re-selected, so optimistic where selection overfits):")
+    for row in logo.itertuples():
+        console.print(f"  {row.method}: error {100 * row.error_rate:.1f}%, "
+                      f"log-loss {row.log_loss:.3f}, {row.genes} genes")
+
+
+def _stability_summary(stability, frequency, top=8):
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    table = Table(title="selected genes across partitions")
+    for col in ("method", "genes", "Jaccard (mean ± sd over pairs)", "in every partition"):
+        table.add_column(col, justify="left" if col == "method" else "right")
+    for row in stability.itertuples():
+        table.add_row(row.method, f"{row.genes_mean:.1f}",
+                      f"{row.jaccard_mean:.2f} ± {row.jaccard_sd:.2f}", str(row.genes_always))
+    console.print(table)
+    for method in frequency.columns[:1].tolist() + [m for m in frequency.columns
+                                                     if m == "L1-logistic"]:
+        col = frequency[method].sort_values(ascending=False, kind="stable").head(top)
+        shown = ", ".join(f"{g} {100 * v:.0f}%" for g, v in col.items() if v > 0)
+        console.print(f"most often selected by {method}: {shown or 'none'}")
+
+
+def _evaluate_summary(summary, results, data, label_key, out, groups=None):
     from rich.console import Console
     from rich.table import Table
 
     console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
     n_test = int(results["n_test"].iloc[0])
     n_train = int(results["n_train"].iloc[0])
+    how = f"whole {groups} groups held out" if groups else "stratified"
     console.print(
         f"{data.name} ({label_key}): {int(summary['n_splits'].iloc[0])} random "
-        f"{n_train}/{n_test} train/test partitions (stratified)"
+        f"{n_train}/{n_test} train/test partitions ({how})"
     )
     table = Table()
     for col in ("method", "error rate %", "genes", "log-loss", "ECE"):
@@ -237,5 +304,6 @@ def _evaluate_summary(summary, results, data, label_key, out):
     if out is not None:
         console.print(
             f"wrote {out}/splits.tsv, {out}/summary.tsv, {out}/predictions.tsv, "
+            f"{out}/selection.tsv, {out}/stability.tsv, "
             f"{out}/calibration.tsv, {out}/calibration.png"
         )

@@ -35,7 +35,8 @@ from ._options import (
 )
 from ._util import Transaction, UsageError, check_output, handle_errors, path_progress
 
-FIT_OUTPUTS = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "weights.png", "model.json")
+FIT_OUTPUTS = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "weights.png", "certainty.png",
+               "model.json")
 
 def fit(
     data: DataArg,
@@ -77,8 +78,9 @@ def fit(
         typer.Option(
             "--out",
             "-o",
-            help="Output folder (written atomically): genes.tsv, genes.gmt, path.tsv, path.png, "
-            "weights.png, model.json.",
+            help="Output folder (written atomically): genes.tsv, genes.gmt (CLASS_up / CLASS_down "
+            "sets), genes.rnk (pre-ranked list; rnk/CLASS.rnk per class), path.tsv, path.png, "
+            "weights.png, certainty.png, model.json.",
         ),
     ] = Path("results"),
     write_h5ad: Annotated[
@@ -148,15 +150,44 @@ def fit(
             tmp = tx.directory(out)
             ardselect.io.write_tsv(table, tmp / "genes.tsv")
             ardselect.io.write_gmt(ardselect.get.gene_sets(adata), tmp / "genes.gmt")
+            for name, group in _rnk_files(adata):
+                ardselect.io.write_rnk(ardselect.get.ranked_list(adata, group=group), tmp / name)
             ardselect.io.write_tsv(path_table, tmp / "path.tsv")
             ardselect.pl.save_png(ardselect.pl.path(path_table, title=title), tmp / "path.png")
             ardselect.pl.save_png(ardselect.pl.weights(ranked, title=title), tmp / "weights.png")
+            ardselect.pl.save_png(ardselect.pl.certainty(ranked, title=title),
+                                  tmp / "certainty.png")
             ardselect.get.model(adata).save(tmp / "model.json")
             if write_h5ad is not None:
                 adata.write_h5ad(tx.file(write_h5ad))
             tx.commit()
         if not quiet:
             _fit_summary(adata, data, label_key, criterion.value, out, write_h5ad, show)
+
+
+def _rnk_files(adata):
+    """``(file name, class)`` of the pre-ranked lists: ``genes.rnk``, or ``rnk/CLASS.rnk`` per class.
+
+    Class names become file names with anything but letters, digits, ``.``, ``-`` and ``_``
+    replaced by ``_`` (a number is appended if two classes then collide).
+    """
+    import re
+
+    import numpy as np
+
+    problems = [str(p) for p in np.asarray(adata.uns["ardselect"]["problems"]).tolist()]
+    if len(problems) == 1:
+        return [("genes.rnk", problems[0])]
+    out, used = [], set()
+    for p in problems:
+        stem = re.sub(r"[^A-Za-z0-9._-]", "_", p).strip(".") or "class"
+        name, k = stem, 1
+        while name.lower() in used:
+            k += 1
+            name = f"{stem}_{k}"
+        used.add(name.lower())
+        out.append((f"rnk/{name}.rnk", p))
+    return out
 
 
 def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show):
@@ -206,5 +237,8 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show):
             "keep input order); weight: posterior mean +- sd, smaller when correlated genes "
             "share the signal"
         )
-    written = ", ".join(f"{out}/{name}" for name in FIT_OUTPUTS)
+    rnk = [name for name, _ in _rnk_files(adata)]
+    if len(rnk) > 1:
+        rnk = [f"rnk/ ({len(rnk)} .rnk files)"]
+    written = ", ".join(f"{out}/{name}" for name in (*FIT_OUTPUTS[:2], *rnk, *FIT_OUTPUTS[2:]))
     console.print(f"wrote {written}" + (f", {write_h5ad}" if write_h5ad else ""))

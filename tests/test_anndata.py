@@ -70,7 +70,8 @@ def test_binary_tables(binary):
     ranked = ardselect.get.ranked_genes_df(adata)
     assert list(ranked.columns) == [
         "class", "rank", "gene", "description", "selected", "relevance", "mean", "sd", "alpha",
-        "entered_step",
+        "entered_step", "log_bf", "pip", "p_sign", "z",
+        "log_bf_marginal",
     ]
     assert len(ranked) == 24
     assert ranked["rank"].tolist() == list(range(1, 25))
@@ -88,6 +89,24 @@ def test_binary_tables(binary):
     assert path.loc[path["chosen"], "step"].item() == ardselect.get.chosen_steps(adata)["ctrl"]
     assert set(path["action"]) <= {"init", "add", "delete", "reestimate"}
     assert path.loc[path["chosen"], "n_features"].item() == sel.shape[0]
+
+
+def test_certainty_in_var_matches_the_estimator(binary, multi):
+    _, adata = binary
+    est = ardselect.get.ranked_genes_df(adata).set_index("gene")
+    var = adata.var
+    for col in ("log_bf", "pip", "p_sign"):
+        assert var[f"ardselect_{col}"].dtype == np.float64
+        np.testing.assert_array_equal(var[f"ardselect_{col}"], est.loc[var.index, col])
+    # The planted genes are certain; the dropped constant gene has no evidence either way.
+    assert (var.loc[["G0", "G1"], "ardselect_pip"] > 0.9).all()
+    assert np.isnan(var.loc["G5", "ardselect_log_bf"])
+    assert var.loc["G5", "ardselect_pip"] == 0
+    for k in range(3):
+        block = ardselect.get.ranked_genes_df(multi, "markers", group=f"class{k}")
+        block = block.set_index("gene").loc[multi.var_names]
+        np.testing.assert_array_equal(multi.varm["markers_pip"][:, k], block["pip"])
+        np.testing.assert_array_equal(multi.varm["markers_log_bf"][:, k], block["log_bf"])
 
 
 def test_h5ad_round_trip(binary, tmp_path):
@@ -122,7 +141,7 @@ def test_multiclass(multi, tmp_path):
         axis=1
     ).tolist()
     sets = ardselect.get.gene_sets(adata, "markers")
-    assert list(sets) == ["class0_vs_rest", "class1_vs_rest", "class2_vs_rest"]
+    assert list(sets) == [f"class{k}_{d}" for k in range(3) for d in ("up", "down")]
     proba = ardselect.get.model(adata, "markers").predict_proba(adata)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     adata.write_h5ad(tmp_path / "m.h5ad")  # class names and tables are h5ad-writable
@@ -152,7 +171,8 @@ def test_positive_versus_rest(adata_factory):
     assert list(uns["classes"]) == ["rest", "class2"]
     assert "ardselect_class" not in adata.var
     assert adata.var.sort_values("ardselect_rank").index[0] == "G2"
-    assert list(ardselect.get.gene_sets(adata)) == ["class2_vs_rest"]
+    assert list(ardselect.get.gene_sets(adata)) == ["class2_up", "class2_down"]
+    assert "than in rest" in ardselect.get.gene_sets(adata)["class2_up"][0]
 
 
 def test_sparse_layer_and_symbol_key(adata_factory):
@@ -263,7 +283,8 @@ def test_any_class_name_survives_write_h5ad(tmp_path):
         X[y == names[k], k] += 3.0
     adata = ad.AnnData(X=X, obs=pd.DataFrame({"cell": y}, index=[f"c{i}" for i in range(y.size)]),
                        var=pd.DataFrame(index=[f"g{j}" for j in range(12)]))
-    ardselect.rank_genes(adata, "cell")
+    with pytest.warns(UserWarning, match="cannot be a field of scanpy's"):
+        ardselect.rank_genes(adata, "cell")
     before = ardselect.get.chosen_steps(adata)
     assert set(before) == set(names)
     adata.write_h5ad(tmp_path / "r.h5ad")

@@ -21,7 +21,8 @@ import ardselect
 from ardselect._anndata import _rank_core
 
 runner = CliRunner()
-FILES = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "weights.png", "model.json")
+FILES = ("genes.tsv", "genes.gmt", "genes.rnk", "path.tsv", "path.png", "weights.png",
+         "certainty.png", "model.json")
 
 
 def run(*args):
@@ -123,18 +124,28 @@ def test_fit_outputs(fitted):
     genes = pd.read_csv(out / "genes.tsv", sep="\t", keep_default_na=False)
     assert list(genes.columns) == [
         "rank", "gene", "description", "selected", "relevance", "mean", "sd", "alpha",
-        "entered_step",
+        "entered_step", "log_bf", "pip", "p_sign", "z",
+        "log_bf_marginal",
     ]
     assert len(genes) == 20
     assert genes["rank"].tolist() == list(range(1, 21))
     assert genes["selected"].dtype == bool  # written as true/false
     assert "\ttrue\t" in (out / "genes.tsv").read_text()
     assert set(genes["gene"][:2]) == {"G0", "G1"}
-    gmt = (out / "genes.gmt").read_text().splitlines()
-    assert len(gmt) == 1
-    fields = gmt[0].split("\t")
-    assert fields[0] == "ctrl_vs_case"
-    assert fields[2:] == genes.loc[genes["selected"], "gene"].tolist()
+    gmt = [line.split("\t") for line in (out / "genes.gmt").read_text().splitlines()]
+    assert [f[0] for f in gmt] == ["ctrl_up", "ctrl_down"]
+    sel = genes[genes["selected"]]
+    # The data carry no symbol column: identifiers, and the description says so.
+    assert gmt[0][2:] == sel.loc[sel["mean"] > 0, "gene"].tolist()
+    assert gmt[1][2:] == sel.loc[sel["mean"] < 0, "gene"].tolist()
+    assert "higher in label=ctrl than in case" in gmt[0][1]
+    assert "identifiers" in gmt[0][1]
+    rnk = pd.read_csv(out / "genes.rnk", sep="\t", header=None, names=["gene", "score"])
+    assert sorted(rnk["gene"]) == sorted(genes["gene"])
+    assert rnk["score"].is_monotonic_decreasing
+    assert not rnk.loc[~rnk["gene"].isin(sel["gene"]), "score"].duplicated().any()
+    np.testing.assert_allclose(rnk.set_index("gene").loc[genes["gene"], "score"], genes["z"],
+                               rtol=1e-9)
     path = pd.read_csv(out / "path.tsv", sep="\t", keep_default_na=False)
     assert path["chosen"].sum() == 1
     assert (out / "path.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -235,7 +246,9 @@ def test_multiclass(data, tmp_path):
         block = genes[genes["class"] == f"class{k}"]
         assert block["gene"].iloc[0] == f"G{k}"
     gmt = [ln.split("\t")[0] for ln in (out / "genes.gmt").read_text().splitlines()]
-    assert gmt == ["class0_vs_rest", "class1_vs_rest", "class2_vs_rest"]
+    assert gmt == [f"class{k}_{d}" for k in range(3) for d in ("up", "down")]
+    assert sorted(p.name for p in (out / "rnk").iterdir()) == [f"class{k}.rnk" for k in range(3)]
+    assert "rnk/ (3 .rnk files)" in result.stdout
     pred = run("predict", out / "model.json", data / "multi.tsv")
     assert pred.exit_code == 0
     table = pd.read_csv(pd.io.common.StringIO(pred.stdout), sep="\t")
@@ -449,10 +462,10 @@ def test_evaluate(data, tmp_path):
     result = run("evaluate", data / "all.csv", "--splits", 3, "--train-size", 0.75, "--seed", 1,
                  "-j", 2, "-o", out)
     assert result.exit_code == 0, result.stderr
-    methods = ["ARD-EP (loo)", "ARD-EP (loo-prob)", "ARD-EP (evidence)"]
+    methods = ["ARD-EP (loo)", "ARD-EP (loo-prob)", "ARD-EP (evidence)", "L1-logistic"]
     splits = pd.read_csv(out / "splits.tsv", sep="\t")
-    assert len(splits) == 9
-    assert list(splits["method"][:3]) == methods
+    assert len(splits) == 12
+    assert list(splits["method"][:4]) == methods
     assert (splits["n_train"] == 36).all()
     assert (splits["n_test"] == 12).all()
     summary = pd.read_csv(out / "summary.tsv", sep="\t")
@@ -465,7 +478,7 @@ def test_evaluate(data, tmp_path):
     # Held-out predictions: sample ids, true and predicted labels, one probability per class; they
     # agree with the error counts, and the calibration files are written.
     pred = pd.read_csv(out / "predictions.tsv", sep="\t")
-    assert len(pred) == 3 * 3 * 12
+    assert len(pred) == 3 * 4 * 12
     samples = pd.read_csv(data / "all.csv")["sample"]
     assert set(pred["sample"]) <= set(samples.astype(str))
     prob = pred.filter(like="prob_")
@@ -478,6 +491,19 @@ def test_evaluate(data, tmp_path):
     assert set(calib["method"]) <= set(methods)
     assert calib.groupby("method")["n"].sum().eq(36).all()
     assert (out / "calibration.png").read_bytes()[:4] == b"\x89PNG"
+    # How often each gene was selected, and how alike the selected sets are, per method.
+    freq = pd.read_csv(out / "selection.tsv", sep="\t")
+    assert list(freq.columns) == ["gene", *methods]
+    genes = [c for c in pd.read_csv(data / "all.csv").columns if c.startswith("G")]
+    assert sorted(freq["gene"]) == sorted(genes)
+    for method in methods:
+        mean_genes = splits.loc[splits["method"] == method, "genes"].mean()
+        assert freq[method].sum() == pytest.approx(mean_genes)
+    stab = pd.read_csv(out / "stability.tsv", sep="\t").set_index("method")
+    assert list(stab.index) == methods
+    assert ((stab["jaccard_mean"] >= 0) & (stab["jaccard_mean"] <= 1)).all()
+    assert "most often selected by ARD-EP (loo): G" in result.stdout
+    assert "most often selected by L1-logistic" in result.stdout
 
 
 def test_evaluate_with_baselines_and_groups(data, tmp_path):
@@ -498,6 +524,13 @@ def test_evaluate_with_baselines_and_groups(data, tmp_path):
         held = pd.Series([donor[s] for s in sub["sample"]]).value_counts()
         assert (held == size[held.index]).all()  # every held-out donor is held out whole
         assert len(held) < len(size)
+    logo = pd.read_csv(out / "leave_group_out.tsv", sep="\t")
+    assert list(logo["method"]) == ["ARD-EP (loo)", "ARD-EP (loo-prob)", "ARD-EP (evidence)"]
+    assert (logo["n_groups"] == len(size)).all()
+    logo_pred = pd.read_csv(out / "leave_group_out_predictions.tsv", sep="\t")
+    assert len(logo_pred) == 3 * len(table)
+    assert "EP leave-one-donor-out from one fit" in result.stdout
+    assert "whole donor groups held out" in result.stdout
 
 
 def test_evaluate_bad_train_size(data):

@@ -295,3 +295,11 @@ def test_ranked_tsv_formats(tmp_path):
     assert path.read_text() == (
         "rank\tgene\tselected\talpha\tentered_step\n1\ta\ttrue\t0.123456789\t3\n2\tb\tfalse\tinf\t\n"
     )
+
+
+def test_write_rnk(tmp_path):
+    path = tmp_path / "x.rnk"
+    aio.write_rnk(pd.DataFrame({"gene": ["a b", "c"], "score": [1.25, -0.1234567890123]}), path)
+    assert path.read_text() == "a b\t1.25\nc\t-0.123456789\n"
+    with pytest.raises(ValueError, match="needs the columns gene and score"):
+        aio.write_rnk(pd.DataFrame({"name": ["a"], "z": [1.0]}), path)

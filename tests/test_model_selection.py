@@ -199,3 +199,58 @@ def test_calibration_table_counts_and_ece():
     expected = 0.5 * abs(0.565 - 0.5) + 0.5 * abs(0.96 - 1.0)
     assert loo["ece"].iloc[0] == pytest.approx(expected)
     assert t.loc[t.criterion == "evidence", "bin_low"].tolist() == pytest.approx([0.6, 0.9])
+
+
+def test_selection_frequency_and_jaccard_by_hand():
+    from itertools import combinations
+
+    from ardselect.model_selection import selection_frequency, selection_stability
+    from ardselect.preprocessing import Preprocessor
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(60, 12))
+    X[:, 0] = 5.0  # constant: the preprocessor drops it, so its output columns shift by one
+    y = np.where(X[:, 3] - X[:, 7] + 0.3 * rng.normal(size=60) > 0, "a", "b")
+    names = [f"g{j}" for j in range(12)]
+    l1 = LogisticRegression(l1_ratio=1.0, solver="liblinear", C=0.3)
+    results, _, sel = evaluate(X, y, {"ARD-EP": ARDClassifier(constant_features="ignore"),
+                                      "L1": l1},
+                               criteria={"ARD-EP": ["evidence"]},
+                               preprocessor=Preprocessor(log="none"), n_splits=4,
+                               feature_names=names, return_selection=True, random_state=0)
+    assert list(sel.columns) == names
+    assert sel.shape == (12, 12)  # 4 partitions x 3 methods
+    np.testing.assert_array_equal(sel.sum(axis=1).to_numpy(), results["genes"].to_numpy())
+    assert not sel["g0"].any()
+    freq = selection_frequency(sel)
+    assert list(freq.columns) == ["ARD-EP", "ARD-EP (evidence)", "L1"]
+    assert freq.loc["g3", "ARD-EP"] == 1.0
+    assert freq.loc["g7", "L1"] == 1.0
+    assert set(freq.index[:2]) == {"g3", "g7"}
+    stab = selection_stability(sel).set_index("method")
+    for method in ("ARD-EP", "ARD-EP (evidence)", "L1"):
+        sets = [set(np.flatnonzero(row)) for row in sel.xs(method, level="method").to_numpy()]
+        jac = [len(a & b) / len(a | b) for a, b in combinations(sets, 2)]
+        assert stab.loc[method, "jaccard_mean"] == pytest.approx(np.mean(jac))
+        assert stab.loc[method, "genes_mean"] == pytest.approx(np.mean([len(a) for a in sets]))
+        assert stab.loc[method, "genes_always"] == len(set.intersection(*sets))
+
+
+def test_ep_leave_group_out_scores_the_classifier_estimate():
+    from ardselect.model_selection import ep_leave_group_out
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(48, 10))
+    y = np.where(X[:, 2] + 0.5 * rng.normal(size=48) > 0, "a", "b")
+    donor = np.arange(48) // 4
+    scores, pred = ep_leave_group_out(ARDClassifier(), X, y, donor, criteria=("evidence",),
+                                      preprocessor=StandardScaler())
+    assert list(scores["method"]) == ["ARD-EP", "ARD-EP (evidence)"]
+    assert (scores["n_groups"] == 12).all()
+    Z = StandardScaler().fit_transform(X)
+    proba = ARDClassifier().fit(Z, y).leave_group_out_proba(donor)
+    first = pred[pred["method"] == "ARD-EP"]
+    np.testing.assert_allclose(first[["prob_a", "prob_b"]].to_numpy(), proba)
+    wrong = (first["predicted"] != first["label"]).sum()
+    assert scores["errors"].iloc[0] == wrong
+    assert scores["error_rate"].iloc[0] == pytest.approx(wrong / 48)

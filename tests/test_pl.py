@@ -121,11 +121,17 @@ def test_weights_and_calibration_plots_are_written(tmp_path, expression):
     clf = ARDClassifier().fit(X, df["label"])
     ranked = clf.ranked_features()
     pl.save_png(pl.weights(ranked, title="three classes"), tmp_path / "w.png")
+    fig = pl.certainty(ranked, top=8, title="three classes")
+    pl.save_png(fig, tmp_path / "k.png")
+    # Bars are the log Bayes factors of the best-ranked genes, selected ones first, per class.
+    first = ranked[ranked["class"] == ranked["class"].iloc[0]].head(8)
+    bars = sorted(p.get_width() for p in fig.axes[0].patches)
+    np.testing.assert_allclose(bars, sorted(first["log_bf"]))
     pred = pd.DataFrame({"criterion": "loo", "n_classes": 3,
                          "confidence": clf.predict_proba(X).max(axis=1),
                          "correct": clf.predict(X) == df["label"].to_numpy()})
     pl.save_png(pl.calibration(calibration_table(pred)), tmp_path / "c.png")
-    for name in ("w.png", "c.png"):
+    for name in ("w.png", "c.png", "k.png"):
         data = (tmp_path / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n"
         assert len(data) > 5000

@@ -13,6 +13,7 @@ VIGNETTES = Path(__file__).resolve().parents[1] / "vignettes"
 EXPECTED = {
     "01-leukaemia.py": ["genes selected out of 7129", "errors on 34 held-out samples"],
     "02-pbmc-markers.py": ["held-out accuracy"],
+    "03-single-cell-markers.py": ["held-out accuracy over", "scanpy wilcoxon", "dotplot:"],
 }
 
 
@@ -21,11 +22,16 @@ def test_no_vignette_missing_or_untested():
     assert found == set(EXPECTED), f"vignettes on disk {sorted(found)} vs tested {sorted(EXPECTED)}"
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+#: Vignettes long enough to run only with --runslow (CI): scanpy's own marker tests on top of ours.
+SLOW = {"03-single-cell-markers.py"}
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in sorted(EXPECTED)])
 def test_vignette_runs_quick(name, tmp_path, request):
     env = dict(os.environ, ARDSELECT_QUICK="1", ARDSELECT_VIGNETTE_OUT=str(tmp_path / "out"),
                MPLBACKEND="Agg")
-    if name.startswith("02-"):  # pbmc68k_reduced is not bundled: skips without ../shared/data
+    if name.startswith(("02-", "03-")):  # pbmc68k_reduced is not bundled: skips without shared/
         shared = request.getfixturevalue("shared_data")
         env["ARDSELECT_PBMC"] = str(shared / "pbmc68k_reduced" / "pbmc68k_reduced.h5ad")
     proc = subprocess.run([sys.executable, str(VIGNETTES / name)], cwd=tmp_path, env=env,
@@ -36,3 +42,6 @@ def test_vignette_runs_quick(name, tmp_path, request):
     assert "Traceback" not in proc.stderr
     if name.startswith("01-"):
         assert (tmp_path / "out" / "leukaemia_path.png").stat().st_size > 10_000
+    if name.startswith("03-"):
+        for fig in ("markers_dotplot.png", "markers_certainty.png", "markers_path.png"):
+            assert (tmp_path / "out" / fig).stat().st_size > 10_000
