@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -18,8 +19,10 @@ from ._base import ConstantFeatureWarning, _ARDPathEstimator, _Chosen
 from ._basis import make_basis
 from ._certainty import inclusion_certainty, leave_one_out_sq
 from ._criteria import CRITERIA, check_criterion, choose_step, group_cavities
+from ._cv import choose_candidate, fit_combine_temperature, step_latent_z
 from ._ep import LatentPosterior, loo_error, loo_prob_error, run_ep
 from ._probit import probit_log_proba, tilted_moments
+from ._screen import screen_order, screen_steps
 from ._sequential import score_candidates
 from ._validation import check_binary_labels
 from .exceptions import DataError, LabelError
@@ -76,6 +79,18 @@ class _EPProbitProblem:
         return tau, t, st.post, stats, (tau.copy(), st.nu.copy())
 
 
+def _signed(Phi, t):
+    """The design with row i multiplied by ``t[i]`` (CSC if sparse)."""
+    return (sp.diags(t) @ Phi).tocsc() if sp.issparse(Phi) else t[:, None] * Phi
+
+
+def _path_choice(steps, criterion):
+    """The step a path criterion picks among ``steps`` (ARD steps: evidence and LOO records)."""
+    return choose_step(np.array([s.stats["log_evidence"] for s in steps]),
+                       np.array([s.stats["loo_error"] for s in steps]),
+                       np.array([s.stats["loo_prob_error"] for s in steps]), criterion)
+
+
 class _BinaryFit:
     """Everything kept of one binary problem: the path and the model chosen on it."""
 
@@ -88,15 +103,17 @@ class _BinaryFit:
         self.names = names  # (m,) basis function names
         self.intercept_col = intercept_col  # column index of the intercept in the basis, or -1
 
-    def records(self):
-        return (
-            np.array([s.stats["log_evidence"] for s in self.steps]),
-            np.array([s.stats["loo_error"] for s in self.steps]),
-            np.array([s.stats["loo_prob_error"] for s in self.steps]),
-        )
+        self.n_ard = len(steps)  # the ARD steps; screened models (criterion="cv") follow them
+        self.cv_step = None  # the step the inner cross-validation chose (criterion="cv")
+        self.step_temperature = {}  # step -> temperature fitted by the inner cross-validation
 
     def choose(self, criterion):
-        return choose_step(*self.records(), criterion)
+        if criterion == "cv":
+            if self.cv_step is None:
+                msg = "criterion 'cv' is chosen while fitting: fit with criterion='cv' to use it."
+                raise ValueError(msg)
+            return self.cv_step
+        return _path_choice(self.steps[: self.n_ard], criterion)
 
     def set_step(self, k):
         """Rebuild the posterior at path step ``k`` with tightly converged EP."""
@@ -261,11 +278,17 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     (3,)
     """
 
-    def __init__(self, *, criterion="loo", kernel="features", gamma="scale", degree=3,
+    def __init__(self, *, criterion="cv", kernel="features", gamma="scale", degree=3,
                  coef0=1.0, fit_intercept=True, init="auto", max_init="auto", max_steps=2000,
-                 tol=1e-5, alpha_min=0.1, patience=20, loo_prob_scale=50.0, damping=1.0,
-                 ep_tol=1e-5, ep_max_iter=200, constant_features="warn"):
+                 tol=1e-5, alpha_min=0.1, patience=20, cv=5,
+                 screen_sizes=(1, 2, 5, 10, 20, 50, 100, 200), screen_alpha=3.0,
+                 random_state=0, loo_prob_scale=50.0, damping=1.0, ep_tol=1e-5,
+                 ep_max_iter=200, constant_features="warn"):
         self.criterion = criterion
+        self.cv = cv
+        self.screen_sizes = screen_sizes
+        self.screen_alpha = screen_alpha
+        self.random_state = random_state
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -287,6 +310,10 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     _parameter_constraints: dict = {
         **_ARDPathEstimator._path_constraints,
         "criterion": [StrOptions(set(CRITERIA))],
+        "cv": [Interval(Integral, 2, None, closed="left")],
+        "screen_sizes": ["array-like"],
+        "screen_alpha": [Interval(Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
         "init": [StrOptions({"auto", "relevant", "single"}), Interval(Integral, 1, None, closed="left")],
         "max_init": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left"), None],
         "loo_prob_scale": [Interval(Real, 0, None, closed="neither")],
@@ -323,10 +350,15 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         Phi_s, scale, allowed = self._prepare_design(X, basis,
                                                      constant_features=self.constant_features)
         problems = [1] if classes.size == 2 else list(range(classes.size))
+        cv = self.criterion == "cv"
+        self._screening = cv and self._is_features
+        self._screen_k = self._screen_sizes(allowed) if self._screening else []
         # The path is thousands of small dense operations; multi-threaded BLAS only adds contention
         # there (measured 50x slower on a loaded 2-core machine), so the fit runs on one BLAS thread.
         with threadpool_limits(limits=1, user_api="blas"):
             self._fit_problems(problems, classes, y_idx, Phi_s, allowed, scale)
+            if cv:
+                self._cross_validate(problems, classes, y_idx, Phi_s, allowed)
         self._set_steps([f.choose(self.criterion) for f in self._fits])
         extra = {name: (lambda s, n=name: s.stats[n])
                  for name in ("loo_error", "loo_prob_error", "ep_sweeps")}
@@ -334,28 +366,123 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                                 for f in self._fits], ignore_index=True)
         return self
 
-    def _fit_problems(self, problems, classes, y_idx, Phi_s, allowed, scale):
-        self._fits = []
-        n_iter = 0
+    def _problem_steps(self, design, allowed, label, *, quiet=False):
+        """The ARD path of one signed design and, with ``criterion="cv"``, the screened models.
+
+        Returns the likelihood adapter, the engine's path, its steps (ARD steps, then screened
+        models) and the number of ARD steps. ``quiet`` hides the warnings of the fold fits (the
+        full fit reports its own).
+        """
         init = self.init
         if init == "auto":
             init = "relevant" if self._is_features else "single"
+        prob = _EPProbitProblem(design, allowed, loo_prob_scale=self.loo_prob_scale,
+                                damping=self.damping, ep_tol=self.ep_tol,
+                                ep_max_iter=self.ep_max_iter)
+        with warnings.catch_warnings():
+            if quiet:
+                warnings.simplefilter("ignore")
+            path = self._run_path(prob, init=init, max_init=self._max_init(design.shape[0]),
+                                  problem_label=label)
+        steps = list(path.steps)
+        n_ard = len(steps)
+        if self._screening:
+            order = screen_order(prob, allowed, self._icol)
+            steps += screen_steps(prob, order, self._screen_k, self.screen_alpha, self._icol,
+                                  n_ard)
+        return prob, path, steps, n_ard
+
+    def _fit_problems(self, problems, classes, y_idx, Phi_s, allowed, scale):
+        self._fits = []
+        n_iter = 0
         for k in problems:
             t = np.where(y_idx == k, 1.0, -1.0)
-            design = (sp.diags(t) @ Phi_s).tocsc() if sp.issparse(Phi_s) else t[:, None] * Phi_s
-            prob = _EPProbitProblem(design, allowed, loo_prob_scale=self.loo_prob_scale,
-                                    damping=self.damping, ep_tol=self.ep_tol,
-                                    ep_max_iter=self.ep_max_iter)
-            path = self._run_path(prob, init=init, max_init=self._max_init(design.shape[0]),
-                                  problem_label=classes[k])
+            prob, path, steps, n_ard = self._problem_steps(_signed(Phi_s, t), allowed, classes[k])
             if prob.n_ep_unconverged:
                 logger.info("EP hit ep_max_iter at %d path steps", prob.n_ep_unconverged)
-            n_iter = max(n_iter, len(path.steps) - 1)
-            fit = _BinaryFit(classes[k], path.steps, path.converged, prob, scale,
+            n_iter = max(n_iter, n_ard - 1)
+            fit = _BinaryFit(classes[k], steps, path.converged, prob, scale,
                              self._basis_names, self._icol)
+            fit.n_ard = n_ard
             fit.signs = t  # (n,) +1 for the problem's class, -1 for the rest
             self._fits.append(fit)
         self.n_iter_ = n_iter
+
+    def _screen_sizes(self, allowed):
+        """The screened model sizes for this fit: ``screen_sizes`` capped at the usable genes."""
+        sizes = np.asarray(self.screen_sizes).ravel()
+        if sizes.size == 0 or sizes.dtype.kind not in "iu" or np.any(sizes < 1):
+            msg = ("screen_sizes must be a non-empty sequence of positive ints; "
+                   f"got {self.screen_sizes!r}.")
+            raise ValueError(msg)
+        n_genes = int(allowed.sum()) - int(self._icol >= 0 and allowed[self._icol])
+        return sorted({min(int(k), n_genes) for k in sizes if n_genes > 0})
+
+    def _cross_validate(self, problems, classes, y_idx, Phi_s, allowed):
+        """Choose each problem's model and temperature by inner cross-validation (``_cv``)."""
+        from sklearn.model_selection import StratifiedKFold
+        from sklearn.utils import check_random_state
+
+        from ._validation import constant_columns
+
+        n = y_idx.shape[0]
+        smallest = int(np.bincount(y_idx).min())
+        n_folds = min(int(self.cv), smallest)
+        if n_folds < 2:
+            warnings.warn(
+                f"criterion='cv' needs at least 2 samples of every class (the smallest class has "
+                f"{smallest}); the model is chosen by criterion='loo' instead.", UserWarning,
+                stacklevel=3)
+            for fit in self._fits:
+                fit.cv_step = fit.choose("loo")
+            self.cv_results_ = pd.DataFrame()
+            self._combine_temperature = 1.0
+            return
+        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+        folds = StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(np.zeros(n), y_idx)
+        names = [f"screen {k}" for k in self._screen_k] + ["ard"]
+        oof = [{name: np.zeros(n) for name in names} for _ in problems]
+        fold_genes = [{name: [] for name in names} for _ in problems]
+        for done, (tr, te) in enumerate(folds, 1):
+            Phi_tr = Phi_s[tr]
+            rows_te = Phi_s[te]
+            allowed_f = allowed & ~constant_columns(Phi_tr)
+            if self._icol >= 0:
+                allowed_f[self._icol] = allowed[self._icol]  # the intercept column is constant
+            for i, k in enumerate(problems):
+                t = np.where(y_idx[tr] == k, 1.0, -1.0)
+                prob, _, steps, n_ard = self._problem_steps(_signed(Phi_tr, t), allowed_f,
+                                                            classes[k], quiet=True)
+                picked = [steps[_path_choice(steps[:n_ard], "loo")], *steps[n_ard:]]
+                for name, step in zip(["ard", *names[:-1]], picked, strict=True):
+                    oof[i][name][te] = step_latent_z(prob, step, rows_te)
+                    fold_genes[i][name].append(int(np.sum(step.active != self._icol)))
+            logger.debug("inner cross-validation fold %d/%d done", done, n_folds)
+        tables = []
+        chosen_z, chosen_t = [], []
+        for i, (k, fit) in enumerate(zip(problems, self._fits, strict=True)):
+            t = np.where(y_idx == k, 1.0, -1.0)
+            best, temp, rows = choose_candidate(oof[i], t)
+            step_of = {"ard": fit.choose("loo")}
+            step_of.update({f"screen {kk}": fit.n_ard + j for j, kk in enumerate(self._screen_k)})
+            fit.cv_step = step_of[best]
+            fit.step_temperature = {step_of[r["candidate"]]: r["temperature"] for r in rows}
+            for r in rows:
+                step = step_of[r["candidate"]]
+                r.update({"class": fit.positive_class, "step": step,
+                          "n_genes": int(np.sum(fit.steps[step].active != self._icol)),
+                          "cv_n_genes": float(np.mean(fold_genes[i][r["candidate"]])),
+                          "chosen": r["candidate"] == best})
+            tables.extend(rows)
+            chosen_z.append(oof[i][best])
+            chosen_t.append(temp)
+        self._combine_temperature = 1.0
+        if len(problems) > 1:
+            self._combine_temperature = fit_combine_temperature(
+                np.column_stack(chosen_z), np.array(chosen_t), y_idx)[0]
+        cols = ["class", "candidate", "step", "n_genes", "cv_n_genes", "cv_log_loss_raw",
+                "cv_log_loss", "temperature", "chosen"]
+        self.cv_results_ = pd.DataFrame(tables)[cols]
 
     def _max_init(self, n_samples):
         """``max_init`` with ``"auto"`` resolved: at most one starting gene per sample, and 100."""
@@ -372,6 +499,12 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         self._set_weights(rows, [f.chosen for f in self._fits])
         self.posteriors_ = posts
         self._chosen = [_Chosen(f.active, f.scale, f.post) for f in self._fits]
+        # Temperatures fitted by the inner cross-validation belong to the candidates it scored;
+        # any other step predicts with its plain posterior (temperature 1).
+        self.temperature_ = np.array([f.step_temperature.get(f.chosen, 1.0) for f in self._fits])
+        at_cv = all(f.chosen == f.cv_step for f in self._fits)
+        self.combine_temperature_ = (float(getattr(self, "_combine_temperature", 1.0))
+                                     if at_cv else 1.0)
 
     # ------------------------------------------------------------------ model choice
     def choose_step(self, criterion):
@@ -426,7 +559,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         """
         m, v = self._latent(X)
         # A quadratic form x' C x of a covariance can round to a tiny negative value; it is a variance.
-        z = m / np.sqrt(1.0 + np.maximum(v, 0.0))
+        z = self.temperature_ * m / np.sqrt(1.0 + np.maximum(v, 0.0))
         return z[:, 0] if z.shape[1] == 1 else z
 
     def predict_proba(self, X):
@@ -446,7 +579,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     def predict_log_proba(self, X):
         """Log of :meth:`predict_proba`, computed in log space."""
         m, v = self._latent(X)
-        return probit_log_proba(m, v)
+        return probit_log_proba(m, v, self.temperature_, self.combine_temperature_)
 
     def predict(self, X):
         """Most probable class (the argmax of :meth:`predict_proba`)."""

@@ -1,4 +1,8 @@
-"""Model choice along the ARD path (Qi et al. 2004, sec. 3.4).
+"""Model choice along the ARD path (Qi et al. 2004, sec. 3.4), and by inner cross-validation.
+
+* ``"cv"``: the candidate (the ``"loo"`` model of the ARD path, or a screened shared-precision model)
+  with the lowest calibrated held-out log-loss in an inner cross-validation (``ardselect._cv``);
+  it needs refits, so it is made in ``ARDClassifier.fit``, not from the path records.
 
 * ``"evidence"``: the step with the largest EP evidence (evidence-ARD-EP).
 * ``"loo"``: the smallest EP leave-one-out error count (eq. 12, predictive-ARD-EP). The count is
@@ -10,10 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CRITERIA", "choose_step", "check_criterion", "group_cavities", "joint_latent_cov"]
+__all__ = ["CRITERIA", "PATH_CRITERIA", "choose_step", "check_criterion", "group_cavities", "joint_latent_cov"]
 
 #: The model-choice criteria, in the order the CLI lists them.
-CRITERIA = ("loo", "loo-prob", "evidence")
+CRITERIA = ("cv", "loo", "loo-prob", "evidence")
+
+#: The criteria that read the path records alone (the paper's).
+PATH_CRITERIA = ("loo", "loo-prob", "evidence")
 
 
 def check_criterion(criterion) -> str:
@@ -33,7 +40,9 @@ def choose_step(log_evidence, loo_error, loo_prob_error, criterion: str) -> int:
     >>> choose_step([-5.0, -3.0, -2.0], [0.1, 0.0, 0.0], [0.2, 0.1, 0.05], "evidence")
     2
     """
-    check_criterion(criterion)
+    if criterion not in PATH_CRITERIA:
+        msg = f"choose_step reads the path records: criterion must be one of {PATH_CRITERIA}."
+        raise ValueError(msg)
     if criterion == "evidence":
         v = -np.asarray(log_evidence, dtype=float)
     elif criterion == "loo":

@@ -70,7 +70,7 @@ def tilted_moments(cav_mean, cav_var):
     return log_Z, mean, site_precision, var
 
 
-def ovr_log_proba(z):
+def ovr_log_proba(z, combine_temperature=1.0):
     """Log class probabilities from one-vs-rest probit answers ``P_k = Phi(z_k)``.
 
     Parameters
@@ -78,6 +78,10 @@ def ovr_log_proba(z):
     z : ndarray of shape (n, k)
         Standardised latents ``m / sqrt(1 + v)`` of ``k`` binary problems. With ``k = 1`` the single
         problem is "second class against the first".
+    combine_temperature : float, default=1.0
+        With ``k >= 2``, the log odds are multiplied by it before the softmax (values below 1 soften
+        the combination; ``ARDClassifier(criterion="cv")`` fits it on held-out data). Unused for
+        ``k = 1``.
 
     Returns
     -------
@@ -102,22 +106,27 @@ def ovr_log_proba(z):
     z = np.asarray(z, dtype=np.float64)
     if z.shape[1] == 1:
         return np.column_stack([log_ndtr(-z[:, 0]), log_ndtr(z[:, 0])])
-    log_odds = log_ndtr(z) - log_ndtr(-z)  # (n, k)
+    log_odds = combine_temperature * (log_ndtr(z) - log_ndtr(-z))  # (n, k)
     top = log_odds.max(axis=1, keepdims=True)
     return log_odds - (top + np.log(np.exp(log_odds - top).sum(axis=1, keepdims=True)))
 
 
-def probit_log_proba(mean, var):
+def probit_log_proba(mean, var, temperature=None, combine_temperature=1.0):
     """Log class probabilities of probit problems from the posterior moments of their latents.
 
     The one prediction rule of the EP probit models (:class:`ardselect.ARDClassifier` and the portable
-    model): ``P_k = Phi(m_k / sqrt(1 + v_k))``, the probit integrated over a Gaussian latent, combined
-    by :func:`ovr_log_proba`.
+    model): ``P_k = Phi(T_k m_k / sqrt(1 + v_k))``, the probit integrated over a Gaussian latent and
+    softened by a temperature ``T_k`` (1 unless fitted by ``criterion="cv"``), combined by
+    :func:`ovr_log_proba`.
 
     Parameters
     ----------
     mean, var : ndarray of shape (n, k)
         Posterior mean and variance of the latent of each of ``k`` binary problems.
+    temperature : ndarray of shape (k,), optional
+        Per-problem temperatures (default 1).
+    combine_temperature : float, default=1.0
+        Temperature of the multi-class combination.
 
     Returns
     -------
@@ -126,4 +135,7 @@ def probit_log_proba(mean, var):
     mean = np.asarray(mean, dtype=np.float64)
     # A quadratic form x' C x of a covariance can round to a tiny negative value; it is a variance.
     var = np.maximum(np.asarray(var, dtype=np.float64), 0.0)
-    return ovr_log_proba(mean / np.sqrt(1.0 + var))
+    z = mean / np.sqrt(1.0 + var)
+    if temperature is not None:
+        z = z * np.asarray(temperature, dtype=np.float64)
+    return ovr_log_proba(z, combine_temperature)
