@@ -571,22 +571,44 @@ EXPECTED_FAILURES = {
 
 
 @parametrize_with_checks(
-    [RVMRegressor(), RVMRegressor(optimize_eta=True, eta_max_iter=3), RVMClassifier()],
+    [RVMRegressor(max_steps=30), RVMClassifier(max_steps=30)],
     expected_failed_checks=lambda est: EXPECTED_FAILURES.get(type(est).__name__, {}),
 )
 def test_sklearn_contract(estimator, check):
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        # max_steps=30 keeps the checks fast (a full RVR path on the checks' 200-point data takes
+        # 20 times longer); the path is then cut short on purpose.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        check(estimator)
+
+
+# eta-RVR runs an ARD Gaussian process and several paths per fit: its ~50 checks took a quarter of
+# the default suite. The same API is checked above; CI runs these with --runslow.
+@pytest.mark.slow
+@parametrize_with_checks([RVMRegressor(optimize_eta=True, eta_max_iter=3)])
+def test_sklearn_contract_eta_rvr(estimator, check):
     check(estimator)
 
 
 @pytest.mark.parametrize("Est", [RVMRegressor, RVMClassifier])
-def test_same_data_same_result(seed, Est):
+def test_permuting_training_samples_permutes_the_kernel_weights(seed, Est):
+    """A kernel RVM does not depend on the order of its training samples.
+
+    Permuting them permutes the basis (one function per sample): ``coef_`` and
+    ``relevance_vectors_`` follow the permutation and predictions stay the same (observed: agreement
+    to 2e-13 relative over seeds 0-7).
+    """
     rng = np.random.default_rng(seed)
     X, y = classification_data(rng)
+    perm = rng.permutation(len(y))
     a = Est(gamma=0.5).fit(X, y)
-    b = Est(gamma=0.5).fit(X, y)
-    np.testing.assert_array_equal(a.coef_, b.coef_)
-    np.testing.assert_array_equal(a.alpha_, b.alpha_)
-    assert a.path_.equals(b.path_)
+    b = Est(gamma=0.5).fit(X[perm], y[perm])
+    ca, cb = np.atleast_2d(a.coef_), np.atleast_2d(b.coef_)
+    np.testing.assert_allclose(cb, ca[:, perm], rtol=0, atol=1e-9 * np.abs(ca).max())
+    np.testing.assert_array_equal(np.sort(perm[b.relevance_vectors_]), a.relevance_vectors_)
+    np.testing.assert_allclose(b.predict(X), a.predict(X), rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("Est", [RVMRegressor, RVMClassifier])

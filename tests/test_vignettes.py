@@ -21,6 +21,7 @@ def test_no_vignette_missing_or_untested():
     assert found == set(EXPECTED), f"vignettes on disk {sorted(found)} vs tested {sorted(EXPECTED)}"
 
 
+@pytest.mark.slow  # 10-30 s each in a subprocess; the style guide runs vignettes in the slow set
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_vignette_runs_quick(name, tmp_path, request):
     env = dict(os.environ, ARDSELECT_QUICK="1", ARDSELECT_VIGNETTE_OUT=str(tmp_path / "out"),
