@@ -65,6 +65,19 @@ def label(value) -> str:
     return repr(value.item() if isinstance(value, np.generic) else value)
 
 
+class _PathProblem:
+    """Base of the likelihood adapters the engine drives: the active columns of the design.
+
+    Subclasses set ``design`` (``(n, m)``, dense or CSC) and ``allowed`` and provide
+    ``initial_virtual`` and ``refresh`` (see :class:`ardselect._sequential.SequentialPath`).
+    """
+
+    def columns(self, active):
+        """The dense ``(n, d)`` columns ``active`` of the design."""
+        P = self.design[:, active]
+        return P.toarray() if sp.issparse(P) else np.ascontiguousarray(P)
+
+
 @dataclass
 class _Chosen:
     """The model kept for one problem: its active columns, their scales and the posterior.
