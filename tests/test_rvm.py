@@ -348,6 +348,7 @@ def test_eta_rvr_from_gp_scales_reaches_higher_evidence_than_from_wide_uniform_s
     assert gp.log_marginal_likelihood_ > wide.log_marginal_likelihood_ + 5.0
 
 
+@pytest.mark.slow  # two eta-RVR fits and a GP (~7 s)
 def test_eta_rvr_falls_back_to_the_uniform_start_when_the_gp_start_fails():
     """eta-RVR restarts from the uniform scales when the GP start ends below the plain RVM.
 
