@@ -211,13 +211,13 @@ class _ARDPathEstimator(SelectorMixin, BaseEstimator):
         alpha = np.full(self._n_basis, np.inf)
         cols = active[feat]
         coef[cols] = factor * mean[feat] / c[feat]
-        sd[cols] = factor * np.sqrt(var[feat]) / c[feat]
+        sd[cols] = factor * np.sqrt(var[feat] / c[feat] ** 2)
         alpha[cols] = alpha_s[feat] * c[feat] ** 2 / factor**2
         intercept = (0.0, 0.0, np.inf)
         if (~feat).any():
             ci = c[~feat][0]
             intercept = (float(factor * mean[~feat][0] / ci),
-                         float(factor * np.sqrt(var[~feat][0]) / ci),
+                         float(factor * np.sqrt(var[~feat][0] / ci**2)),
                          float(alpha_s[~feat][0] * ci**2 / factor**2))
         return coef, sd, alpha, intercept
 
