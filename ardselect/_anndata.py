@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -207,10 +208,12 @@ def _rank_core(
         warnings.simplefilter("always")
         est.fit(Z, codes)
     for w in caught:
-        # The estimator names classes by their integer codes; name them by their labels.
-        text = str(w.message)
-        for code in est.classes_:
-            text = text.replace(repr(code), repr(classes[int(code)]))
+        # The estimator names classes by their integer codes ("class 9"); name them by their
+        # labels. Only "class <code>" is rewritten, so other numbers (max_steps=2000) stay.
+        text = re.sub(r"\bclass (\d+)\b",
+                      lambda m: f"class {classes[int(m.group(1))]!r}"
+                      if int(m.group(1)) < len(classes) else m.group(0),
+                      str(w.message))
         warnings.warn_explicit(text, w.category, w.filename, w.lineno)
     est_classes = [classes[int(c)] for c in est.classes_]
     label_of = {c: classes[int(c)] for c in est.classes_}

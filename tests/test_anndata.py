@@ -272,3 +272,20 @@ def test_any_class_name_survives_write_h5ad(tmp_path):
     assert set(ardselect.get.ranked_genes_df(back)["class"]) == set(names)
     proba = ardselect.get.model(back).predict_proba(back)
     assert proba.shape == (y.size, len(names))
+
+
+def test_path_warnings_name_classes_by_their_labels():
+    # A multi-class path stopped at max_steps was reported as "class 9" (the internal code).
+    rng = np.random.default_rng(6)
+    names = ["CD4+/CD25 T Reg", "b", "c"]
+    y = np.repeat(names, 10)
+    X = rng.normal(size=(y.size, 8))
+    for k in range(3):
+        X[y == names[k], k] += 2.0
+    adata = ad.AnnData(X=X, obs=pd.DataFrame({"cell": y}, index=[f"c{i}" for i in range(y.size)]),
+                       var=pd.DataFrame(index=[f"g{j}" for j in range(8)]))
+    with pytest.warns(UserWarning, match="stopped at max_steps") as record:
+        ardselect.rank_genes(adata, "cell", max_steps=1)
+    texts = [str(w.message) for w in record if "max_steps" in str(w.message)]
+    assert any("class 'CD4+/CD25 T Reg' stopped at max_steps=1 " in t for t in texts), texts
+    assert not any("class 0" in t or "class 2" in t for t in texts)
