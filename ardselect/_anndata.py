@@ -102,11 +102,15 @@ def _check_label_values(labels: pd.Series) -> None:
     numeric = pd.to_numeric(labels, errors="coerce")
     if numeric.notna().all():
         values = numeric.to_numpy(dtype=float)
-        fractional = values != np.round(values)
-        if fractional.any() and np.unique(values).size > 10:
-            msg = (f"the labels look continuous ({np.unique(values).size} distinct numbers, e.g. "
-                   f"{values[fractional][0]:g}); ardselect classifies: bin them into classes or "
-                   "choose a categorical column")
+        uniq = np.unique(values)
+        # Integer codes 0..k-1 or 1..k are classes (cluster ids); any other set of more than 10
+        # distinct numbers (fractions, ages, counts) is a measurement.
+        codes = np.all(uniq == np.round(uniq)) and uniq[0] in (0.0, 1.0) and \
+            uniq[-1] - uniq[0] == uniq.size - 1
+        if uniq.size > 10 and not codes:
+            msg = (f"the labels look continuous ({uniq.size} distinct numbers from {uniq[0]:g} "
+                   f"to {uniq[-1]:g}); ardselect classifies: bin them into classes or choose a "
+                   "categorical column")
             raise LabelError(msg)
     counts = labels.astype(str).value_counts()
     if counts.size > 2 and counts.size > n / 2:

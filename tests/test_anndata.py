@@ -229,7 +229,10 @@ def test_not_anndata():
     ("labels", "match"),
     [
         ([f"s{i}" for i in range(24)], "looks like a sample id"),
-        (list(np.linspace(0.1, 5.3, 24)), "look continuous"),
+        (list(np.linspace(0.1, 5.3, 24)), r"look continuous \(24 distinct numbers from 0.1 to "
+                                          r"5.3\)"),
+        (list(np.repeat(np.arange(30, 42), 2)), r"look continuous \(12 distinct numbers from 30 "
+                                                r"to 41\)"),  # ages, counts: integers all the same
         (["a"] * 11 + ["b"] * 12 + ["c"], r"1 class\(es\) have a single sample \('c'\)"),
     ],
 )
@@ -240,6 +243,17 @@ def test_labels_that_cannot_be_classes_are_refused(labels, match):
     X = rng.normal(size=(24, 6))
     with pytest.raises(ardselect.LabelError, match=match):
         _rank_core(X, np.array(labels, dtype=object), [f"g{i}" for i in range(6)])
+
+
+def test_cluster_ids_are_classes():
+    from ardselect._anndata import _rank_core
+
+    rng = np.random.default_rng(1)
+    y = np.repeat(np.arange(12), 3)  # 12 clusters numbered 0..11: classes, not a measurement
+    X = rng.normal(size=(36, 14))
+    X[np.arange(36), y] += 4.0
+    res = _rank_core(X, y, [f"g{i}" for i in range(14)])
+    assert len(res.classes) == 12
 
 
 def test_integer_coded_labels_are_classes():
