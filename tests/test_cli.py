@@ -794,3 +794,16 @@ def test_fit_refuses_label_columns_that_cannot_be_classes(adata_factory, tmp_pat
     result = run("fit", path, "-g", column, "--out", tmp_path / "r")
     assert_one_line_error(result, 1, pattern)
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("column", ["sample_code", "n_counts", "batch"])
+def test_evaluate_refuses_the_same_label_columns(adata_factory, tmp_path, column):
+    adata = adata_factory(n_samples=24, n_genes=6)
+    adata.obs["sample_code"] = [f"S{i}" for i in range(24)]
+    adata.obs["n_counts"] = np.repeat(np.arange(1000, 1012), 2)  # every "class" twice
+    adata.obs["batch"] = ["b1"] * 12 + ["b2"] * 11 + ["b3"]
+    path = tmp_path / "expr.h5ad"
+    adata.write_h5ad(path)
+    result = run("evaluate", path, "-g", column, "--splits", "2", "-j", "1", "-o", tmp_path / "r")
+    assert_one_line_error(result, 1, "looks like a sample id|look continuous|single sample")
+    assert not (tmp_path / "r").exists()
