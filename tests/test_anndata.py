@@ -303,3 +303,26 @@ def test_path_warnings_name_classes_by_their_labels():
     texts = [str(w.message) for w in record if "max_steps" in str(w.message)]
     assert any("class 'CD4+/CD25 T Reg' stopped at max_steps=1 " in t for t in texts), texts
     assert not any("class 0" in t or "class 2" in t for t in texts)
+
+
+@pytest.mark.parametrize("space", ["layer", "raw"])
+def test_model_reads_its_input_space(space):
+    # Issue 12, item 1: a model fitted on a layer or raw.X must read the same values, whatever X is.
+    rng = np.random.default_rng(8)
+    y = np.repeat(["a", "b"], 15)
+    counts = rng.poisson(20.0, size=(30, 10)).astype(float)
+    counts[y == "b", 3] += 30.0
+    adata = ad.AnnData(X=rng.permutation(counts.ravel()).reshape(counts.shape),
+                       obs=pd.DataFrame({"y": y}, index=[f"s{i}" for i in range(30)]),
+                       var=pd.DataFrame(index=[f"g{j}" for j in range(10)]))
+    if space == "layer":
+        adata.layers["counts"] = counts
+        ardselect.rank_genes(adata, "y", layer="counts")
+    else:
+        adata.raw = ad.AnnData(X=counts, var=adata.var.copy())
+        ardselect.rank_genes(adata, "y", use_raw=True)
+    model = ardselect.get.model(adata)
+    from_space = model.predict_proba(adata)
+    frame = pd.DataFrame(counts, index=adata.obs_names, columns=adata.var_names)
+    pd.testing.assert_frame_equal(from_space, model.predict_proba(frame))
+    assert (model.predict(adata) == y).mean() > 0.9

@@ -807,3 +807,18 @@ def test_evaluate_refuses_the_same_label_columns(adata_factory, tmp_path, column
     result = run("evaluate", path, "-g", column, "--splits", "2", "-j", "1", "-o", tmp_path / "r")
     assert_one_line_error(result, 1, "looks like a sample id|look continuous|single sample")
     assert not (tmp_path / "r").exists()
+
+
+def test_write_h5ad_keeps_odd_class_names(expression, tmp_path):
+    # Issue 12, item 2, through the CLI: chosen steps keyed by "CD4+/CD25 T Reg" came back nested.
+    df = expression(n_samples=36, n_genes=12, n_classes=3, seed=13)
+    names = {"class0": "CD4+/CD25 T Reg", "class1": "a.b", "class2": "\u00e9t\u00e9 \u03b1"}
+    df["label"] = df["label"].map(names)
+    df.to_csv(tmp_path / "odd.csv", index=False)
+    result = run("fit", tmp_path / "odd.csv", "--out", tmp_path / "r", "--write-h5ad",
+                 tmp_path / "r.h5ad", "-q")
+    assert result.exit_code == 0, result.stderr
+    back = ad.read_h5ad(tmp_path / "r.h5ad")
+    steps = ardselect.get.chosen_steps(back)
+    assert set(steps) == set(names.values())
+    assert steps == json.loads((tmp_path / "r" / "model.json").read_text())["chosen_step"]
