@@ -483,18 +483,6 @@ class _RVMBase(BaseEstimator):
         if not self.alpha_min >= 0:
             msg = f"alpha_min must be >= 0; got {self.alpha_min!r}."
             raise ValueError(msg)
-        ints = {"patience": (self.patience, 0), "degree": (self.degree, 1)}
-        if hasattr(self, "irls_max_iter"):
-            ints["irls_max_iter"] = (self.irls_max_iter, 1)
-        for name, (value, low) in ints.items():
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-                msg = f"{name} must be an int >= {low}; got {value!r}."
-                raise ValueError(msg)
-        irls_tol = getattr(self, "irls_tol", 1.0)
-        if isinstance(irls_tol, bool) or not (isinstance(irls_tol, (int, float, np.floating))
-                                              and irls_tol > 0):
-            msg = f"irls_tol must be a positive float; got {irls_tol!r}."
-            raise ValueError(msg)
 
     def _validate_x(self, X, reset):
         try:

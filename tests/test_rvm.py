@@ -675,19 +675,3 @@ def test_seed_sweep(sweep_seed):
     grad, log_ev, _ = direct_laplace(Phi, alpha, w, yc.astype(float))
     assert clf.log_marginal_likelihood_ == pytest.approx(log_ev, abs=1e-6)
     assert np.abs(grad).max() < 1e-6 * (1.0 + np.abs(Phi.T @ yc).max())
-
-
-@pytest.mark.parametrize(
-    ("Est", "params", "match"),
-    [(RVMClassifier, {"patience": -3}, r"patience must be an int >= 0; got -3"),
-     (RVMRegressor, {"patience": 1.5}, r"patience must be an int >= 0; got 1.5"),
-     (RVMClassifier, {"degree": 0}, r"degree must be an int >= 1; got 0"),
-     (RVMClassifier, {"irls_max_iter": 0}, r"irls_max_iter must be an int >= 1; got 0"),
-     (RVMClassifier, {"irls_tol": -1}, r"irls_tol must be a positive float; got -1")],
-)
-def test_out_of_range_parameters_are_refused(Est, params, match):
-    # Issue 12, item 4, for the RVM family: these fitted without a word.
-    rng = np.random.default_rng(0)
-    X, y = classification_data(rng, n=30)
-    with pytest.raises(ValueError, match=match):
-        Est(**params).fit(X, y if Est is RVMClassifier else y.astype(float))
