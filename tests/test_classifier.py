@@ -230,7 +230,8 @@ def test_ranked_features_table():
     clf = ARDClassifier().fit(X, y)
     r = clf.ranked_features()
     assert list(r.columns) == ["class", "rank", "feature", "selected", "relevance", "mean", "sd",
-                               "alpha", "entered_step", "log_bf", "pip", "p_sign"]
+                               "alpha", "entered_step", "log_bf", "pip", "p_sign", "z",
+                               "log_bf_marginal"]
     assert r["rank"].tolist() == list(range(1, 31))
     n_sel = int(clf.get_support().sum())
     assert r["selected"].tolist() == [True] * n_sel + [False] * (30 - n_sel)
