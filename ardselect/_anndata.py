@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ._validation import check_unique_names
+from ._validation import check_class_labels, check_unique_names
 from ._version import __version__
 from .exceptions import DataError, LabelError
 from .model import PortableModel
@@ -102,31 +103,6 @@ def _relabel_progress(mapping: Mapping[str, str]):
         log.removeFilter(relabel)
 
 
-def _check_label_values(labels: pd.Series) -> None:
-    """Refuse label columns that cannot be classes: continuous values, or a class per sample."""
-    n = len(labels)
-    numeric = pd.to_numeric(labels, errors="coerce")
-    if numeric.notna().all():
-        values = numeric.to_numpy(dtype=float)
-        fractional = values != np.round(values)
-        if fractional.any() and np.unique(values).size > 10:
-            msg = (f"the labels look continuous ({np.unique(values).size} distinct numbers, e.g. "
-                   f"{values[fractional][0]:g}); ardselect classifies: bin them into classes or "
-                   "choose a categorical column")
-            raise LabelError(msg)
-    counts = labels.astype(str).value_counts()
-    if counts.size > 2 and counts.size > n / 2:
-        msg = (f"the label column has {counts.size} classes for {n} samples (e.g. "
-               f"{', '.join(map(repr, counts.index[:3]))}): it looks like a sample id, not a class")
-        raise LabelError(msg)
-    single = counts[counts < 2]
-    if single.size:
-        shown = ", ".join(repr(c) for c in single.index[:5]) + (", ..." if single.size > 5 else "")
-        msg = (f"{single.size} class(es) have a single sample ({shown}); a classifier needs at "
-               "least two per class: merge or drop them")
-        raise LabelError(msg)
-
-
 def _encode_labels(labels: np.ndarray, positive):
     """Integer codes for the estimator and the original labels they stand for.
 
@@ -181,7 +157,7 @@ def _rank_core(
             "(e.g. adata[adata.obs[key].notna()]) before ranking"
         )
         raise LabelError(msg)
-    _check_label_values(labels)
+    check_class_labels(labels)
     labels = labels.astype(str).to_numpy()
     gene_names = np.asarray([str(g) for g in gene_names], dtype=object)
     if X.shape[1] != gene_names.shape[0]:
@@ -214,10 +190,12 @@ def _rank_core(
         warnings.simplefilter("always")
         est.fit(Z, codes)
     for w in caught:
-        # The estimator names classes by their integer codes; name them by their labels.
-        text = str(w.message)
-        for code in est.classes_:
-            text = text.replace(repr(code), repr(classes[int(code)]))
+        # The estimator names classes by their integer codes ("class 9"); name them by their
+        # labels. Only "class <code>" is rewritten, so other numbers (max_steps=2000) stay.
+        text = re.sub(r"\bclass (\d+)\b",
+                      lambda m: f"class {classes[int(m.group(1))]!r}"
+                      if int(m.group(1)) < len(classes) else m.group(0),
+                      str(w.message))
         warnings.warn_explicit(text, w.category, w.filename, w.lineno)
     est_classes = [classes[int(c)] for c in est.classes_]
     label_of = {c: classes[int(c)] for c in est.classes_}

@@ -65,6 +65,19 @@ def label(value) -> str:
     return repr(value.item() if isinstance(value, np.generic) else value)
 
 
+class _PathProblem:
+    """Base of the likelihood adapters the engine drives: the active columns of the design.
+
+    Subclasses set ``design`` (``(n, m)``, dense or CSC) and ``allowed`` and provide
+    ``initial_virtual`` and ``refresh`` (see :class:`ardselect._sequential.SequentialPath`).
+    """
+
+    def columns(self, active):
+        """The dense ``(n, d)`` columns ``active`` of the design."""
+        P = self.design[:, active]
+        return P.toarray() if sp.issparse(P) else np.ascontiguousarray(P)
+
+
 @dataclass
 class _Chosen:
     """The model kept for one problem: its active columns, their scales and the posterior.
@@ -198,13 +211,13 @@ class _ARDPathEstimator(SelectorMixin, BaseEstimator):
         alpha = np.full(self._n_basis, np.inf)
         cols = active[feat]
         coef[cols] = factor * mean[feat] / c[feat]
-        sd[cols] = factor * np.sqrt(var[feat]) / c[feat]
+        sd[cols] = factor * np.sqrt(var[feat] / c[feat] ** 2)
         alpha[cols] = alpha_s[feat] * c[feat] ** 2 / factor**2
         intercept = (0.0, 0.0, np.inf)
         if (~feat).any():
             ci = c[~feat][0]
             intercept = (float(factor * mean[~feat][0] / ci),
-                         float(factor * np.sqrt(var[~feat][0]) / ci),
+                         float(factor * np.sqrt(var[~feat][0] / ci**2)),
                          float(alpha_s[~feat][0] * ci**2 / factor**2))
         return coef, sd, alpha, intercept
 

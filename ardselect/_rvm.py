@@ -49,7 +49,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils._param_validation import Interval, StrOptions
 from threadpoolctl import threadpool_limits
 
-from ._base import _ARDPathEstimator, _Chosen
+from ._base import _ARDPathEstimator, _Chosen, _PathProblem
 from ._basis import make_basis
 from ._ep import LatentPosterior
 from ._validation import check_binary_labels
@@ -143,7 +143,7 @@ def _gaussian_log_ml(post: LatentPosterior, b, t) -> float:
     return -0.5 * (n * _LOG_2PI + log_det_C + quad)
 
 
-class _GaussianProblem:
+class _GaussianProblem(_PathProblem):
     """RVM regression as the sequential engine sees it; ``state`` is the noise variance."""
 
     def __init__(self, design, allowed, t, noise0, *, noise_lo, noise_hi, fit_noise=True):
@@ -154,10 +154,6 @@ class _GaussianProblem:
         self.noise_lo = noise_lo
         self.noise_hi = noise_hi
         self.fit_noise = fit_noise
-
-    def columns(self, active):
-        P = self.design[:, active]
-        return P.toarray() if sp.issparse(P) else np.ascontiguousarray(P)
 
     def initial_virtual(self):
         return np.full(self.t.shape[0], 1.0 / self.noise0), self.t
@@ -265,7 +261,7 @@ def laplace_mode(P, alpha, y, w0=None, *, tol=1e-10, max_iter=100):
             "n_iter": it, "converged": converged}
 
 
-class _LaplaceProblem:
+class _LaplaceProblem(_PathProblem):
     """Laplace logistic classification as the sequential engine sees it; ``state`` is ``w`` (m,)."""
 
     def __init__(self, design, allowed, y, *, irls_tol, irls_max_iter):
@@ -275,10 +271,6 @@ class _LaplaceProblem:
         self.irls_tol = irls_tol
         self.irls_max_iter = irls_max_iter
         self.n_irls_unconverged = 0
-
-    def columns(self, active):
-        P = self.design[:, active]
-        return P.toarray() if sp.issparse(P) else np.ascontiguousarray(P)
 
     def initial_virtual(self):
         # w = 0: s = 1/2, b = 1/4, t = (y - 1/2) / (1/4) = +-2.

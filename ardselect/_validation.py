@@ -137,3 +137,32 @@ def check_unique_names(names, what: str = "gene") -> None:
         "(e.g. anndata's var_names_make_unique(), or aggregate the duplicates)"
     )
     raise DataError(msg)
+
+
+def check_class_labels(labels: pd.Series) -> None:
+    """Refuse label columns that cannot be classes: continuous values, or a class per sample."""
+    n = len(labels)
+    numeric = pd.to_numeric(labels, errors="coerce")
+    if numeric.notna().all():
+        values = numeric.to_numpy(dtype=float)
+        uniq = np.unique(values)
+        # Integer codes 0..k-1 or 1..k are classes (cluster ids); any other set of more than 10
+        # distinct numbers (fractions, ages, counts) is a measurement.
+        codes = np.all(uniq == np.round(uniq)) and uniq[0] in (0.0, 1.0) and \
+            uniq[-1] - uniq[0] == uniq.size - 1
+        if uniq.size > 10 and not codes:
+            msg = (f"the labels look continuous ({uniq.size} distinct numbers from {uniq[0]:g} "
+                   f"to {uniq[-1]:g}); ardselect classifies: bin them into classes or choose a "
+                   "categorical column")
+            raise LabelError(msg)
+    counts = labels.astype(str).value_counts()
+    if counts.size > 2 and counts.size > n / 2:
+        msg = (f"the label column has {counts.size} classes for {n} samples (e.g. "
+               f"{', '.join(map(repr, counts.index[:3]))}): it looks like a sample id, not a class")
+        raise LabelError(msg)
+    single = counts[counts < 2]
+    if single.size:
+        shown = ", ".join(repr(c) for c in single.index[:5]) + (", ..." if single.size > 5 else "")
+        msg = (f"{single.size} class(es) have a single sample ({shown}); a classifier needs at "
+               "least two per class: merge or drop them")
+        raise LabelError(msg)

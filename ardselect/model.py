@@ -277,8 +277,7 @@ class PortableModel:
         """One :class:`Posterior` per binary problem, indexed into the model's ``features``."""
         return list(self._posteriors)
 
-    def predict_log_proba(self, data, feature_names=None) -> np.ndarray:
-        """Log class probabilities, shape (n_samples, n_classes), columns in ``classes`` order."""
+    def _log_proba_array(self, data, feature_names=None) -> np.ndarray:
         Z = Preprocessor.apply_dict(self.preprocessing, self._columns(data, feature_names))
         design = np.hstack([Z, np.ones((Z.shape[0], 1))])  # column -1 is the intercept
         moments = [post.latent(design) for post in self.posteriors]
@@ -286,17 +285,44 @@ class PortableModel:
         var = np.column_stack([v for _, v in moments])  # (n, k)
         return probit_log_proba(mean, var)  # what ARDClassifier.predict_log_proba runs
 
-    def predict_proba(self, data, feature_names=None) -> np.ndarray:
-        """Class probabilities, shape (n_samples, n_classes), columns in ``classes`` order.
+    def _labelled(self, values: np.ndarray, data):
+        """A DataFrame (sample index, one column per class) for AnnData or DataFrame input."""
+        if hasattr(data, "obs_names") and hasattr(data, "X"):
+            index = pd.Index(data.obs_names, name=None)
+        elif isinstance(data, pd.DataFrame):
+            index = data.index
+        else:
+            return values
+        columns = pd.Index([str(c) for c in self.classes], name="class")
+        return pd.DataFrame(values, index=index, columns=columns)
 
-        ``data`` is AnnData (read in the model's input space, :attr:`input_space`), a DataFrame, or an
-        array with ``feature_names``; genes are matched by name.
+    def predict_log_proba(self, data, feature_names=None):
+        """Log class probabilities; labelled like :meth:`predict_proba`."""
+        return self._labelled(self._log_proba_array(data, feature_names), data)
+
+    def predict_proba(self, data, feature_names=None):
+        """Class probabilities, one column per class in ``classes`` order.
+
+        Parameters
+        ----------
+        data : anndata.AnnData, pandas.DataFrame or array-like of shape (n_samples, n_genes)
+            AnnData is read in the model's input space (:attr:`input_space`); genes are matched by
+            name (an array needs ``feature_names``).
+        feature_names : sequence of str, optional
+            Gene names of the columns of an array.
+
+        Returns
+        -------
+        pandas.DataFrame or ndarray of shape (n_samples, n_classes)
+            For AnnData or a DataFrame, a DataFrame indexed by the sample names (``obs_names`` or
+            the DataFrame's index) with one column per class, named by the class; for an array, a
+            bare array with columns in ``classes`` order, as scikit-learn estimators return.
         """
-        return np.exp(self.predict_log_proba(data, feature_names))
+        return self._labelled(np.exp(self._log_proba_array(data, feature_names)), data)
 
     def predict(self, data, feature_names=None) -> np.ndarray:
-        """Most probable class per sample."""
-        proba = self.predict_proba(data, feature_names)
+        """Most probable class per sample, as an array of class labels."""
+        proba = np.exp(self._log_proba_array(data, feature_names))
         return np.asarray(self.classes, dtype=object)[np.argmax(proba, axis=1)]
 
 

@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from sklearn.base import clone
 
 from ._criteria import CRITERIA
+from ._validation import check_class_labels
 from .exceptions import DataError, LabelError
 
 __all__ = [
@@ -331,6 +332,7 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
     if y.isna().any():
         msg = f"{int(y.isna().sum())} sample(s) have no label; drop them first"
         raise LabelError(msg)
+    check_class_labels(y)  # continuous numbers, a class per sample, single-sample classes
     y = y.astype(str).to_numpy()
     if np.unique(y).size < 2:
         msg = f"the labels have a single class ({y[0]!r}); at least two are needed"

@@ -289,7 +289,10 @@ def certainty(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, 
         ax.set_visible(False)
     if title and len(classes) > 1:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+        # Keep the panels below the suptitle (tight_layout alone lets them overlap it).
+        fig.tight_layout(rect=(0.0, 0.0, 1.0, 1.0 - 0.4 / fig.get_figheight()))
+    else:
+        fig.tight_layout()
     return fig
 
 

@@ -19,6 +19,7 @@ within bins of ``pip``; and the overlap of the top genes by each. The figure (``
 
 Usage:
     python benchmarks/certainty.py [--datasets golub_leukemia,...] [--boots 50] [--jobs 2] [--out PNG]
+                                   [--save RESULTS.npz | --load RESULTS.npz]
 """
 
 from __future__ import annotations
@@ -169,7 +170,7 @@ def figure(results, path):
                    s=6, alpha=0.35, c=np.where(chosen[ok], "C0", "0.55"), linewidths=0)
         ax.axvline(0.0, color="k", lw=0.8)
         ax.set_ylim(-0.03, 1.03)
-        ax.set_xlabel("log_bf_marginal (gene alone, one fit; clipped at -5)")
+        ax.set_xlabel("log_bf_marginal (gene alone; < -5 at -5)")
         ax.grid(visible=True, alpha=0.3)
     for row in range(2):
         axes[row, 0].set_ylabel(f"bootstrap selection frequency ({results[0]['boots']} resamples)")
@@ -187,12 +188,20 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="docs/figures/certainty_bootstrap.png")
+    ap.add_argument("--save", help="also keep the per-gene results in this .npz file")
+    ap.add_argument("--load", help="redraw the figure from a --save file (no fits)")
     args = ap.parse_args(argv)
     results = []
-    for name in args.datasets.split(","):
-        r = compare(name, n_boots=args.boots, jobs=args.jobs, seed=args.seed)
-        print(summary(r), flush=True)
-        results.append(r)
+    if args.load:
+        with np.load(args.load, allow_pickle=True) as f:
+            results = list(f["results"])
+    else:
+        for name in args.datasets.split(","):
+            r = compare(name, n_boots=args.boots, jobs=args.jobs, seed=args.seed)
+            print(summary(r), flush=True)
+            results.append(r)
+    if args.save:
+        np.savez_compressed(args.save, results=np.array(results, dtype=object))
     figure(results, args.out)
     print(f"wrote {args.out}")
 

@@ -92,7 +92,7 @@ def predict(
         else:
             stored_key = portable.data.get("label_key")
             label_key = stored_key if stored_key in adata.obs.columns else None
-        proba = portable.predict_proba(adata)
+        proba = portable.predict_proba(adata).to_numpy()  # labelled columns, in classes order
         classes = [str(c) for c in portable.classes]
         pred = np.asarray(classes, dtype=object)[np.argmax(proba, axis=1)]
         table = pd.DataFrame({"sample": adata.obs_names.astype(str)})

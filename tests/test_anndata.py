@@ -249,7 +249,10 @@ def test_not_anndata():
     ("labels", "match"),
     [
         ([f"s{i}" for i in range(24)], "looks like a sample id"),
-        (list(np.linspace(0.1, 5.3, 24)), "look continuous"),
+        (list(np.linspace(0.1, 5.3, 24)), r"look continuous \(24 distinct numbers from 0.1 to "
+                                          r"5.3\)"),
+        (list(np.repeat(np.arange(30, 42), 2)), r"look continuous \(12 distinct numbers from 30 "
+                                                r"to 41\)"),  # ages, counts: integers all the same
         (["a"] * 11 + ["b"] * 12 + ["c"], r"1 class\(es\) have a single sample \('c'\)"),
     ],
 )
@@ -260,6 +263,17 @@ def test_labels_that_cannot_be_classes_are_refused(labels, match):
     X = rng.normal(size=(24, 6))
     with pytest.raises(ardselect.LabelError, match=match):
         _rank_core(X, np.array(labels, dtype=object), [f"g{i}" for i in range(6)])
+
+
+def test_cluster_ids_are_classes():
+    from ardselect._anndata import _rank_core
+
+    rng = np.random.default_rng(1)
+    y = np.repeat(np.arange(12), 3)  # 12 clusters numbered 0..11: classes, not a measurement
+    X = rng.normal(size=(36, 14))
+    X[np.arange(36), y] += 4.0
+    res = _rank_core(X, y, [f"g{i}" for i in range(14)])
+    assert len(res.classes) == 12
 
 
 def test_integer_coded_labels_are_classes():
@@ -293,3 +307,43 @@ def test_any_class_name_survives_write_h5ad(tmp_path):
     assert set(ardselect.get.ranked_genes_df(back)["class"]) == set(names)
     proba = ardselect.get.model(back).predict_proba(back)
     assert proba.shape == (y.size, len(names))
+
+
+def test_path_warnings_name_classes_by_their_labels():
+    # A multi-class path stopped at max_steps was reported as "class 9" (the internal code).
+    rng = np.random.default_rng(6)
+    names = ["CD4+/CD25 T Reg", "b", "c"]
+    y = np.repeat(names, 10)
+    X = rng.normal(size=(y.size, 8))
+    for k in range(3):
+        X[y == names[k], k] += 2.0
+    adata = ad.AnnData(X=X, obs=pd.DataFrame({"cell": y}, index=[f"c{i}" for i in range(y.size)]),
+                       var=pd.DataFrame(index=[f"g{j}" for j in range(8)]))
+    with pytest.warns(UserWarning, match="stopped at max_steps") as record:
+        ardselect.rank_genes(adata, "cell", max_steps=1)
+    texts = [str(w.message) for w in record if "max_steps" in str(w.message)]
+    assert any("class 'CD4+/CD25 T Reg' stopped at max_steps=1 " in t for t in texts), texts
+    assert not any("class 0" in t or "class 2" in t for t in texts)
+
+
+@pytest.mark.parametrize("space", ["layer", "raw"])
+def test_model_reads_its_input_space(space):
+    # Issue 12, item 1: a model fitted on a layer or raw.X must read the same values, whatever X is.
+    rng = np.random.default_rng(8)
+    y = np.repeat(["a", "b"], 15)
+    counts = rng.poisson(20.0, size=(30, 10)).astype(float)
+    counts[y == "b", 3] += 30.0
+    adata = ad.AnnData(X=rng.permutation(counts.ravel()).reshape(counts.shape),
+                       obs=pd.DataFrame({"y": y}, index=[f"s{i}" for i in range(30)]),
+                       var=pd.DataFrame(index=[f"g{j}" for j in range(10)]))
+    if space == "layer":
+        adata.layers["counts"] = counts
+        ardselect.rank_genes(adata, "y", layer="counts")
+    else:
+        adata.raw = ad.AnnData(X=counts, var=adata.var.copy())
+        ardselect.rank_genes(adata, "y", use_raw=True)
+    model = ardselect.get.model(adata)
+    from_space = model.predict_proba(adata)
+    frame = pd.DataFrame(counts, index=adata.obs_names, columns=adata.var_names)
+    pd.testing.assert_frame_equal(from_space, model.predict_proba(frame))
+    assert (model.predict(adata) == y).mean() > 0.9

@@ -46,6 +46,7 @@ def test_load_example():
         datasets.load_example("colon")
 
 
+@pytest.mark.slow  # rebuilds the bundled files from the shared source (provenance; ~3 s)
 def test_rebuild_matches_shared_source(shared_data, tmp_path):
     source = shared_data / "golub_leukemia"
     digests = datasets._build_leukaemia(source, tmp_path)

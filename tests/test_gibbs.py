@@ -800,4 +800,7 @@ def test_invariants_for_any_seed(sweep_seed):
     P = clf.predict_proba(X)
     assert np.all((P >= 0) & (P <= 1))
     assert np.allclose(P.sum(axis=1), 1)
-    assert np.array_equal(clf.predict(X), clf.classes_[(P[:, 1] > 0.5).astype(int)])
+    # predict agrees with P > 1/2 except at exact ties, where either class is right (seed 84: half
+    # of an unmixed run's draws saturate at each class, P = 0.5 up to the last bit of exp).
+    tie = np.abs(P[:, 1] - 0.5) <= 1e-15
+    assert np.array_equal(clf.predict(X)[~tie], clf.classes_[(P[~tie, 1] > 0.5).astype(int)])

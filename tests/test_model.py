@@ -51,9 +51,29 @@ def test_portable_model_binary(tmp_path):
     cov = posts[0].cov
     h = 1.5 * z - 0.2
     v = cov[0, 0] * z**2 + 2 * cov[0, 1] * z + cov[1, 1]
-    np.testing.assert_allclose(proba[:, 1], ndtr(h / np.sqrt(1 + v)), rtol=1e-14)
+    np.testing.assert_allclose(proba["p"], ndtr(h / np.sqrt(1 + v)), rtol=1e-14)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
-    assert list(back.predict(data)) == [["n", "p"][int(p > 0.5)] for p in proba[:, 1]]
+    assert list(back.predict(data)) == [["n", "p"][int(p > 0.5)] for p in proba["p"]]
+
+
+def test_portable_model_labels_its_probabilities():
+    # Issue 12: get.model(...).predict_proba returned a bare array without class labels.
+    model, _, _ = _toy_model(3)
+    frame = pd.DataFrame({"a": [0.0, 4.0], "c": [5.0, 0.0]}, index=["s1", "s2"])
+    proba = model.predict_proba(frame)
+    assert list(proba.columns) == [str(c) for c in model.classes]
+    assert list(proba.index) == ["s1", "s2"]
+    adata = ad.AnnData(frame.to_numpy(), obs=pd.DataFrame(index=["s1", "s2"]),
+                       var=pd.DataFrame(index=["a", "c"]))
+    pd.testing.assert_frame_equal(model.predict_proba(adata), proba)
+    log = model.predict_log_proba(adata)
+    np.testing.assert_allclose(np.exp(log.to_numpy()), proba.to_numpy(), rtol=1e-14)
+    assert list(log.columns) == list(proba.columns)
+    # An array with feature names keeps scikit-learn's bare array, columns in classes order.
+    bare = model.predict_proba(frame.to_numpy(), feature_names=["a", "c"])
+    assert isinstance(bare, np.ndarray)
+    np.testing.assert_array_equal(bare, proba.to_numpy())
+    assert list(model.predict(adata)) == list(proba.idxmax(axis=1))
 
 
 def test_portable_model_multiclass_missing_genes():

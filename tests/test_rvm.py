@@ -348,6 +348,7 @@ def test_eta_rvr_from_gp_scales_reaches_higher_evidence_than_from_wide_uniform_s
     assert gp.log_marginal_likelihood_ > wide.log_marginal_likelihood_ + 5.0
 
 
+@pytest.mark.slow  # two eta-RVR fits and a GP (~7 s)
 def test_eta_rvr_falls_back_to_the_uniform_start_when_the_gp_start_fails():
     """eta-RVR restarts from the uniform scales when the GP start ends below the plain RVM.
 
@@ -562,21 +563,43 @@ def test_probabilities_labels_and_label_swap(seed):
 # Contract, determinism, input handling
 # --------------------------------------------------------------------------------------------------
 @parametrize_with_checks(
-    [RVMRegressor(), RVMRegressor(optimize_eta=True, eta_max_iter=3), RVMClassifier()],
+    [RVMRegressor(max_steps=30), RVMClassifier(max_steps=30)],
 )
 def test_sklearn_contract(estimator, check):
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        # max_steps=30 keeps the checks fast (a full RVR path on the checks' 200-point data takes
+        # 20 times longer); the path is then cut short on purpose.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        check(estimator)
+
+
+# eta-RVR runs an ARD Gaussian process and several paths per fit: its ~50 checks took a quarter of
+# the default suite. The same API is checked above; CI runs these with --runslow.
+@pytest.mark.slow
+@parametrize_with_checks([RVMRegressor(optimize_eta=True, eta_max_iter=3)])
+def test_sklearn_contract_eta_rvr(estimator, check):
     check(estimator)
 
 
 @pytest.mark.parametrize("Est", [RVMRegressor, RVMClassifier])
-def test_same_data_same_result(seed, Est):
+def test_permuting_training_samples_permutes_the_kernel_weights(seed, Est):
+    """A kernel RVM does not depend on the order of its training samples.
+
+    Permuting them permutes the basis (one function per sample): ``coef_`` and
+    ``relevance_vectors_`` follow the permutation and predictions stay the same (observed: agreement
+    to 2e-13 relative over seeds 0-7).
+    """
     rng = np.random.default_rng(seed)
     X, y = classification_data(rng)
+    perm = rng.permutation(len(y))
     a = Est(gamma=0.5).fit(X, y)
-    b = Est(gamma=0.5).fit(X, y)
-    np.testing.assert_array_equal(a.coef_, b.coef_)
-    np.testing.assert_array_equal(a.alpha_, b.alpha_)
-    assert a.path_.equals(b.path_)
+    b = Est(gamma=0.5).fit(X[perm], y[perm])
+    ca, cb = np.atleast_2d(a.coef_), np.atleast_2d(b.coef_)
+    np.testing.assert_allclose(cb, ca[:, perm], rtol=0, atol=1e-9 * np.abs(ca).max())
+    np.testing.assert_array_equal(np.sort(perm[b.relevance_vectors_]), a.relevance_vectors_)
+    np.testing.assert_allclose(b.predict(X), a.predict(X), rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("Est", [RVMRegressor, RVMClassifier])

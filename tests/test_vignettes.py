@@ -22,12 +22,8 @@ def test_no_vignette_missing_or_untested():
     assert found == set(EXPECTED), f"vignettes on disk {sorted(found)} vs tested {sorted(EXPECTED)}"
 
 
-#: Vignettes long enough to run only with --runslow (CI): scanpy's own marker tests on top of ours.
-SLOW = {"03-single-cell-markers.py"}
-
-
-@pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in sorted(EXPECTED)])
+@pytest.mark.slow  # 10-30 s each in a subprocess; the style guide runs vignettes in the slow set
+@pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_vignette_runs_quick(name, tmp_path, request):
     env = dict(os.environ, ARDSELECT_QUICK="1", ARDSELECT_VIGNETTE_OUT=str(tmp_path / "out"),
                MPLBACKEND="Agg")

@@ -150,11 +150,11 @@ print("path plot:", OUT / "leukaemia_path.png")
 
 # %%
 model = ardselect.get.model(train)
-proba = model.predict_proba(test)
-pred = np.asarray(model.classes)[proba.argmax(axis=1)]
-errors = int(np.sum(pred != test.obs["label"].astype(str).to_numpy()))
+proba = model.predict_proba(test)  # a DataFrame: one row per sample, one column per class
+pred = proba.idxmax(axis=1)
+errors = int(np.sum(pred != test.obs["label"].astype(str)))
 print(f"{errors} errors on {test.n_obs} held-out samples using {len(model.features)} genes")
-print(pd.DataFrame({"label": test.obs["label"].astype(str), "p(AML)": proba[:, 1].round(3)}).head())
+print(pd.DataFrame({"label": test.obs["label"].astype(str), "p(AML)": proba["AML"].round(3)}).head())
 
 # %% [markdown]
 # ## 6. Repeated random partitions
