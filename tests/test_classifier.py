@@ -318,3 +318,37 @@ def test_max_init_out_of_range_is_refused(bad):
     X, y = two_gene_data(3)
     with pytest.raises(ValueError, match="'max_init' parameter"):
         ARDClassifier(max_init=bad).fit(X, y)
+
+
+def test_stratified_sketch_keeps_class_fractions():
+    from ardselect._classifier import stratified_sketch
+
+    codes = np.repeat([0, 1, 2], [600, 300, 100])
+    rows = stratified_sketch(codes, 100)
+    assert np.all(np.diff(rows) > 0)
+    assert np.bincount(codes[rows]).tolist() == [60, 30, 10]
+    # Deterministic, and a class smaller than its share keeps at least one row.
+    assert np.array_equal(rows, stratified_sketch(codes, 100))
+    assert np.bincount(codes[stratified_sketch(codes, 5)]).min() >= 1
+
+
+def test_max_samples_fits_the_sketch_and_predicts_everything():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 40))
+    y = np.where(X[:, 0] - X[:, 1] > 0, "a", "b")
+    clf = ARDClassifier(max_samples=100).fit(X, y)
+    assert clf.sketch_.size == 100
+    ref = ARDClassifier().fit(X[clf.sketch_], y[clf.sketch_])
+    np.testing.assert_allclose(clf.coef_, ref.coef_)
+    assert clf.predict(X).shape == (300,)
+    assert ARDClassifier(max_samples=1000).fit(X, y).sketch_ is None
+
+
+def test_n_jobs_gives_the_same_multiclass_fit():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 30))
+    y = np.argmax(X[:, :3], axis=1)
+    a = ARDClassifier().fit(X, y)
+    b = ARDClassifier(n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.path_.equals(b.path_)
