@@ -30,7 +30,7 @@ case "$cmd" in
     mkdir -p results
     "$VENV/bin/ardselect" example leukaemia results/golub_leukemia.h5ad --overwrite
     "$VENV/bin/ardselect" fit results/golub_leukemia.h5ad --label-key label --positive AML \
-      --floor 100 --cap 16000 --log log10 --criterion loo --out results/leukaemia --overwrite "$@"
+      --floor 100 --cap 16000 --log log10 --out results/leukaemia --overwrite "$@"
     ;;
   lint)
     setup

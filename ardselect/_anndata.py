@@ -137,7 +137,7 @@ def _rank_core(
     *,
     descriptions=None,
     positive=None,
-    criterion: str = "loo",
+    criterion: str = "cv",
     log: str = "auto",
     pseudocount: float | None = None,
     floor: float | None = None,
@@ -334,7 +334,7 @@ def rank_genes(
     positive: str | None = None,
     layer: str | None = None,
     use_raw: bool = False,
-    criterion: str = "loo",
+    criterion: str = "cv",
     log: str = "auto",
     pseudocount: float | None = None,
     floor: float | None = None,
@@ -368,8 +368,10 @@ def rank_genes(
         Use ``adata.layers[layer]`` instead of ``X``.
     use_raw : bool, default=False
         Use ``adata.raw.X`` (its genes must be ``adata``'s).
-    criterion : {"loo", "loo-prob", "evidence"}, default="loo"
-        Model choice on the path (see :class:`~ardselect.ARDClassifier`).
+    criterion : {"cv", "loo", "loo-prob", "evidence"}, default="cv"
+        Model choice (see :class:`~ardselect.ARDClassifier`): by inner cross-validation among the
+        path's model and the screened models (``"cv"``, seeded by ``estimator_params``'
+        ``random_state``, 0 by default), or on the path by the paper's criteria.
     log : {"auto", "none", "log2", "log10", "ln"}, default="auto"
         Log transform, ``log_b(x + pseudocount)``; ``"auto"`` takes ``log2`` when the bulk of the
         genes look like counts or raw intensities and nothing otherwise

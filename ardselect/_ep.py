@@ -1,4 +1,4 @@
-"""Expectation Propagation for the ARD probit model (Qi, Minka, Picard & Ghahramani 2004, sec. 3.1).
+r"""Expectation Propagation for the ARD probit model (Qi, Minka, Picard & Ghahramani 2004, sec. 3.1).
 
 Notation (paper -> code)
 ------------------------
@@ -11,7 +11,7 @@ paper                       code                meaning
 ``m_i, v_i`` (eq. 8-9)      ``nu/tau, 1/tau``   site mean and variance; we keep the natural
                                                 parameters ``tau = 1/v``, ``nu = m/v``
 ``m_w, V_w`` (eq. 14)       ``mean, cov``       Gaussian posterior of the weights
-``m_w^{\\i}, V_w^{\\i}``     ``cavity_*``        cavity (leave-one-out) posterior, reported for the
+``m_w^{\i}, V_w^{\i}``     ``cavity_*``        cavity (leave-one-out) posterior, reported for the
                                                 signed latent ``h_i = P[i] . w``
 ``z_i`` (eq. 7)             ``z``               ``mc / sqrt(1 + vc)``
 ``p(D | alpha)`` (eq. 11)   ``log_evidence``    EP's approximation of the log marginal likelihood
@@ -40,12 +40,18 @@ and ``log|Bw| = log|Bs|`` (Sylvester), which is the log-determinant the evidence
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.linalg import lapack
+from scipy.linalg.blas import ddot as _ddot
+from scipy.linalg.blas import dgemv as _dgemv
+from scipy.linalg.blas import dsyrk as _dsyrk
+from scipy.linalg.blas import dtrsm as _dtrsm
 
 from ._linalg import chol_logdet, chol_solve, safe_cholesky, tri_solve
-from ._probit import log_Phi, tilted_moments
+from ._probit import _LOG_SQRT_2PI, log_ndtr, log_Phi
 from ._validation import check_binary_labels, check_design
 from .exceptions import DataError
 
@@ -105,7 +111,8 @@ class LatentPosterior:
             self.mean_t = Pt.T @ b  # (d,) = A^1/2 mean
             self.f_mean = K @ b
         else:
-            raise ValueError(f"unknown route {self.route!r}")
+            msg = f"unknown route {self.route!r}"
+            raise ValueError(msg)
         self.mean = self.inv_sqrt_alpha * self.mean_t
         self.log_det_B = chol_logdet(self.L)
 
@@ -184,10 +191,16 @@ class EPState:
     n_skipped: int = 0
 
 
+_min = np.minimum.reduce
+_max = np.maximum.reduce
+
+
 def _cavity(post: LatentPosterior, tau, nu):
     """Cavity moments of the signed latents; ``ok`` is False where rounding made them invalid."""
     f_var, f_mean = post.f_var, post.f_mean
     denom = 1.0 - tau * f_var  # = f_var * tau_cavity  (> 0 in exact arithmetic)
+    if f_var.size and min(_min(denom) - 1e-12, _min(f_var)) > 0.0:
+        return (f_mean - nu * f_var) / denom, f_var / denom, np.ones(f_var.shape, dtype=bool)
     ok = (denom > 1e-12) & (f_var > 0)
     safe = np.where(ok, denom, 1.0)
     vc = np.where(ok, f_var / safe, np.inf)
@@ -217,6 +230,146 @@ def _log_evidence(post: LatentPosterior, tau, nu, mc, vc) -> float:
     return float(np.sum(site)) - 0.5 * post.log_det_B - 0.5 * quad
 
 
+class _Marginals:
+    """Marginals ``f_mean, f_var`` of the latents ``h = P w`` for changing sites, without rebuilding.
+
+    The EP loop needs only these two ``(n,)`` vectors per sweep; everything that does not depend on
+    the sites (the scaled design, its transpose in Fortran order, ``K`` in sample space) is prepared
+    once. Same algebra as :class:`LatentPosterior`, with the products regrouped so that a sweep is
+    one symmetric rank-k update, one Cholesky factorisation, one triangular solve and two
+    matrix-vector products:
+
+    * weight space: ``V = L^-1 Pt^T`` with ``L L^T = Bw``, ``f_var = colsum(V * V)``,
+      ``f_mean = Pt Bw^-1 Pt^T nu = V^T (V nu)``;
+    * sample space: ``V = L^-1 T^1/2 K`` with ``L L^T = Bs``, ``f_var = diag(K) - colsum(V * V)``,
+      ``f_mean = K nu - K T^1/2 Bs^-1 T^1/2 K nu = K nu - V^T (V nu)``.
+    """
+
+    def __init__(self, prior: GaussianPrior):
+        self.route = prior.route
+        if self.route == "weight":
+            self.PtT = np.asfortranarray(prior.Pt.T)  # (d, n)
+            d = self.PtT.shape[0]
+            self.eye = np.eye(d, order="F")
+        elif self.route == "sample":
+            self.K = np.asfortranarray(prior.K)  # (n, n)
+            self.diag_K = np.diag(self.K).copy()
+            self.eye = np.eye(self.K.shape[0], order="F")
+
+    def posterior(self, prior, P, alpha, tau, nu):
+        """The full :class:`LatentPosterior` for the final sites, from the same few calls."""
+        post = LatentPosterior.__new__(LatentPosterior)
+        post.alpha, post.tau, post.nu = alpha, tau, nu
+        post.inv_sqrt_alpha, post.Pt, post.route = prior.inv_sqrt_alpha, prior.Pt, prior.route
+        s = np.sqrt(tau)
+        if self.route == "weight":
+            L = _factor(_dsyrk(1.0, self.PtT * s, beta=1.0, c=self.eye, lower=1))
+            V = _dtrsm(1.0, L, self.PtT, lower=1)  # (d, n)
+            Vnu = _dgemv(1.0, V, nu)
+            post.mean_t = _dtrsm(1.0, L, Vnu[:, None], lower=1, trans_a=1)[:, 0]  # Bw^-1 Pt^T nu
+            post.f_var = np.einsum("ij,ij->j", V, V)
+            post.f_mean = _dgemv(1.0, V, Vnu, trans=1)
+        else:
+            SK = s[:, None] * self.K
+            Bs = SK * s
+            Bs.flat[:: Bs.shape[0] + 1] += 1.0
+            L = _factor(Bs)
+            V = _dtrsm(1.0, L, SK, lower=1)
+            post.s = s
+            post.f_var = self.diag_K - np.einsum("ij,ij->j", V, V)
+            Vnu = _dgemv(1.0, V, nu)
+            # b = nu - S Bs^-1 S K nu (LatentPosterior): S K nu = L V nu, so b = nu - s L^-T (V nu)
+            b = nu - s * _dtrsm(1.0, L, Vnu[:, None], lower=1, trans_a=1)[:, 0]
+            post.mean_t = prior.Pt.T @ b  # (d,) = A^1/2 mean
+            post.f_mean = _dgemv(1.0, self.K, b)
+        L = np.tril(L)  # the factor of record is clean (callers may use both triangles)
+        post.L = L
+        post.mean = post.inv_sqrt_alpha * post.mean_t
+        post.log_det_B = 2.0 * float(np.log(np.diagonal(L)).sum())
+        return post
+
+    def __call__(self, tau, nu):
+        # Direct BLAS/LAPACK calls: these run once per EP sweep on small matrices, where numpy's
+        # dispatch for matmul and dot costs more than the arithmetic.
+        s = np.sqrt(tau)  # (n,)
+        if self.route == "weight":
+            Ps = self.PtT * s  # (d, n) = Pt^T T^1/2
+            # Bw = I + Pt^T T Pt; dsyrk fills the lower triangle, the one dpotrf reads.
+            L = _factor(_dsyrk(1.0, Ps, beta=1.0, c=self.eye, lower=1))
+            V = _dtrsm(1.0, L, self.PtT, lower=1)  # (d, n) = L^-1 Pt^T
+            f_var = np.einsum("ij,ij->j", V, V)
+            f_mean = _dgemv(1.0, V, _dgemv(1.0, V, nu), trans=1)
+        else:
+            SK = s[:, None] * self.K  # (n, n) = T^1/2 K
+            Bs = SK * s  # T^1/2 K T^1/2
+            Bs.flat[:: Bs.shape[0] + 1] += 1.0
+            L = _factor(Bs)
+            V = _dtrsm(1.0, L, SK, lower=1)  # (n, n)
+            f_var = self.diag_K - np.einsum("ij,ij->j", V, V)
+            f_mean = _dgemv(1.0, self.K, nu) - _dgemv(1.0, V, _dgemv(1.0, V, nu), trans=1)
+        return f_mean, f_var
+
+
+def _factor(A):
+    """Cholesky factor along the EP loop: the bare LAPACK call, ``safe_cholesky`` only on failure.
+
+    ``A`` may hold only its lower triangle (as ``dsyrk`` leaves it).
+    """
+    L, info = lapack.dpotrf(A, lower=1, clean=0)
+    # A NaN anywhere in the lower triangle propagates to the last diagonal entry of the factor (or
+    # makes dpotrf fail), so one scalar test replaces a scan of the whole matrix.
+    if info == 0 and math.isfinite(L[-1, -1]):
+        return L
+    # Rare: let the jitter policy (and its NaN check) handle it, on the full symmetric matrix.
+    return safe_cholesky(np.tril(A) + np.tril(A, -1).T)
+
+
+# Constants as 0-d arrays: numpy converts a Python float operand on every call, which costs more
+# than the arithmetic on the short vectors of the EP loop.
+_ONE = np.array(1.0)
+_HALF_NEG = np.array(-0.5)
+_C_LOG_SQRT_2PI = np.array(_LOG_SQRT_2PI)
+_TINY = np.array(1e-300)
+
+
+def _new_sites(mc, vc, out):
+    """EP site update from valid cavities: ``out[0] = tau_new``, ``out[1] = nu_new``, ``(2, k)``.
+
+    The formulas of :func:`ardselect._probit.tilted_moments` (``tau_new = a / var_hat`` with ``1 - a
+    = (1 + v (1 - r (z + r))) / (1 + v)``, ``nu_new = m_hat / var_hat - m / v``), fused into the
+    fewest array operations: this runs once per EP sweep, on short vectors, where each numpy call
+    costs more than its arithmetic. ``log Phi`` is evaluated once (``r = exp(log phi - log Phi)``).
+    """
+    s2 = vc + _ONE
+    s = np.sqrt(s2)
+    z = mc / s
+    r = _HALF_NEG * z
+    r *= z
+    r -= _C_LOG_SQRT_2PI
+    r -= log_ndtr(z)
+    np.exp(r, out=r)  # phi(z) / Phi(z), in log space
+    # Variance of N(0,1) truncated below at -z, kept inside (0, 1] against rounding at |z| > ~1e4.
+    tv = z + r
+    tv *= r
+    np.subtract(_ONE, tv, out=tv)
+    np.maximum(tv, _TINY, out=tv)
+    np.minimum(tv, _ONE, out=tv)
+    tv *= vc
+    tv += _ONE
+    tv /= s2  # 1 - a
+    var = vc * tv  # var_hat
+    t0, t1 = out[0], out[1]
+    np.subtract(_ONE, tv, out=t0)
+    t0 /= var  # tau_new = a / var_hat
+    np.multiply(vc, r, out=t1)
+    t1 /= s
+    t1 += mc
+    t1 /= var
+    r = mc / vc
+    t1 -= r  # nu_new = m_hat / var_hat - m / v
+    return out
+
+
 def run_ep(P, alpha, tau=None, nu=None, *, damping=1.0, tol=1e-8, max_iter=500, route=None):
     """Run parallel damped EP for the signed probit design ``P`` (``(n, d)``) and precisions ``alpha``.
 
@@ -224,57 +377,86 @@ def run_ep(P, alpha, tau=None, nu=None, *, damping=1.0, tol=1e-8, max_iter=500, 
     parameter, relative to ``1 + |value|``, below ``tol``. Step control:
     the step adapts: it halves (down to 0.05) when successive updates point in opposite directions and
     grows back (up to ``damping``) when they agree.
+
+    A sweep computes only the latent marginals (:class:`_Marginals`) and the new sites
+    (:func:`_new_sites`); the full :class:`LatentPosterior` is built once, for the final sites.
     """
     P = np.asarray(P, dtype=np.float64)
     alpha = np.asarray(alpha, dtype=np.float64)
     n = P.shape[0]
-    tau = np.zeros(n) if tau is None else np.array(tau, dtype=np.float64)
-    nu = np.zeros(n) if nu is None else np.array(nu, dtype=np.float64)
     step = float(damping)
     if not 0.0 < step <= 1.0:
-        raise ValueError(f"damping must be in (0, 1]; got {damping!r}.")
+        msg = f"damping must be in (0, 1]; got {damping!r}."
+        raise ValueError(msg)
+    # Sites as one (2, n) array: row 0 the precisions tau, row 1 the precision-means nu.
+    site = np.zeros((2, n))
+    if tau is not None:
+        site[0] = tau
+    if nu is not None:
+        site[1] = nu
+    tau, nu = site[0], site[1]  # views
     converged = False
     n_skipped = 0
     it = 0
-    prev_dir = None
     prior = GaussianPrior(P, alpha, route)
-    post = LatentPosterior(P, alpha, tau, nu, route, prior)
-    if post.route == "empty":
+    if prior.route == "empty":
+        tau, nu = tau * 0, nu * 0
+        post = LatentPosterior(P, alpha, tau, nu, route, prior)
         mc = np.zeros(n)
         vc = np.zeros(n)
-        return EPState(tau * 0, nu * 0, post, mc, vc, _log_evidence(post, tau * 0, nu * 0, mc, vc),
-                       0, True)
+        return EPState(tau, nu, post, mc, vc, _log_evidence(post, tau, nu, mc, vc), 0,
+                       converged=True)
+    marginals = _Marginals(prior)
+    new = np.empty((2, n))
+    prev = None  # previous relative update (2n,), for the step control
+    prev_sq = 0.0
+    f_mean, f_var = marginals(tau, nu)
     for it in range(1, max_iter + 1):
-        mc, vc, ok = _cavity(post, tau, nu)
-        _, mhat, tau_new, vhat = tilted_moments(mc[ok], vc[ok])
-        nu_new = mhat / vhat - mc[ok] / vc[ok]
-        d_tau = tau_new - tau[ok]
-        d_nu = nu_new - nu[ok]
-        r_tau = d_tau / (1.0 + np.abs(tau_new))
-        r_nu = d_nu / (1.0 + np.abs(nu_new))
-        change = max(float(np.max(np.abs(r_tau), initial=0.0)),
-                     float(np.max(np.abs(r_nu), initial=0.0)))
-        n_skipped = int(n - ok.sum())
+        # Cavities (eq. 7 context): denom = f_var * tau_cavity, > 0 in exact arithmetic.
+        denom = tau * f_var
+        np.subtract(_ONE, denom, out=denom)
+        if min(_min(denom) - 1e-12, _min(f_var)) > 0.0:
+            vc = f_var / denom
+            mc = nu * f_var
+            np.subtract(f_mean, mc, out=mc)
+            mc /= denom
+            _new_sites(mc, vc, new)
+            n_skipped = 0
+        else:
+            # A cavity that rounding made invalid: that site is left as it is (see module notes).
+            ok = (denom > 1e-12) & (f_var > 0)
+            new[:] = site
+            sub = _new_sites((f_mean[ok] - nu[ok] * f_var[ok]) / denom[ok], f_var[ok] / denom[ok],
+                             np.empty((2, int(ok.sum()))))
+            new[:, ok] = sub
+            n_skipped = int(n - ok.sum())
+        d = new - site  # (2, n)
+        rel = np.abs(new)
+        rel += _ONE
+        np.divide(d, rel, out=rel)  # change relative to 1 + |new value|
+        rel = rel.ravel()
+        change = max(_max(rel), -_min(rel))
         # Step control: parallel EP can fall into a period-2 oscillation. When two successive
         # (relative) updates point in opposite directions the step shrinks; when they agree it grows
         # back towards ``damping``. This changes the path to the fixed point, not the fixed point.
-        direction = np.zeros(2 * n)
-        direction[:n][ok] = r_tau
-        direction[n:][ok] = r_nu
-        if prev_dir is not None:
-            nrm = np.linalg.norm(direction) * np.linalg.norm(prev_dir)
-            cos = float(direction @ prev_dir) / nrm if nrm > 0 else 0.0
+        rel_sq = _ddot(rel, rel)
+        if prev is not None:
+            nrm = math.sqrt(rel_sq * prev_sq)
+            cos = _ddot(rel, prev) / nrm if nrm > 0 else 0.0
             if cos < -0.3:
                 step = max(0.5 * step, 0.05)
             elif cos > 0.3:
                 step = min(1.5 * step, damping)
-        prev_dir = direction
-        tau[ok] += step * d_tau
-        nu[ok] += step * d_nu
-        post = LatentPosterior(P, alpha, tau, nu, route, prior)
+        prev, prev_sq = rel, rel_sq
+        d *= step
+        site += d
         if change < tol:
             converged = True
             break
+        if it < max_iter:
+            f_mean, f_var = marginals(tau, nu)
+    tau, nu = tau.copy(), nu.copy()
+    post = marginals.posterior(prior, P, alpha, tau, nu)
     mc, vc, ok = _cavity(post, tau, nu)
     if not ok.all():
         n_skipped = int(n - ok.sum())
@@ -308,7 +490,8 @@ def signed_labels(y, n_samples):
     """Encode labels as -1/+1 (the second of the sorted classes is +1); returns ``(classes, t)``."""
     classes, idx = check_binary_labels(y, n_samples)
     if classes.size != 2:
-        raise DataError(f"ep_probit needs two classes; y has {classes.size}: {list(classes)!r}.")
+        msg = f"ep_probit needs two classes; y has {classes.size}: {list(classes)!r}."
+        raise DataError(msg)
     return classes, np.where(idx == 1, 1.0, -1.0)
 
 
@@ -418,9 +601,11 @@ def ep_probit(X, y, alpha, *, loo_prob_scale=50.0, damping=1.0, tol=1e-8, max_it
     X = check_design(X, estimator_name="ep_probit")
     alpha = np.asarray(alpha, dtype=np.float64).ravel()
     if alpha.shape[0] != X.shape[1]:
-        raise DataError(f"alpha has {alpha.shape[0]} entries but X has {X.shape[1]} columns.")
+        msg = f"alpha has {alpha.shape[0]} entries but X has {X.shape[1]} columns."
+        raise DataError(msg)
     if np.any(np.isnan(alpha)) or np.any(alpha <= 0):
-        raise DataError("alpha must be positive (np.inf to exclude a feature); got NaN or <= 0.")
+        msg = "alpha must be positive (np.inf to exclude a feature); got NaN or <= 0."
+        raise DataError(msg)
     classes, t = signed_labels(y, X.shape[0])
     active = np.flatnonzero(np.isfinite(alpha))
     Xa = X[:, active]

@@ -7,9 +7,9 @@ marker lists: rank the genes one at a time, keep the ``k`` strongest and shrink 
 together. Neither is right for every data set (README, "Accuracy"), so with ``criterion="cv"`` the
 screened models compete with the ARD path's model in an inner cross-validation.
 
-The screened model of size ``k`` is the probit model with the ``k`` genes of largest individual
-evidence gain on the initial virtual regression (the ranking that orders the path's starting pool;
-for standardised genes it is the order of the two-class F statistic), each with prior
+The screened model of size ``k`` is the probit model with the ``k`` genes of largest two-class F
+statistic (for standardised genes also the order of their evidence gains on the initial virtual
+regression, which ranks the path's starting pool), each with prior
 ``w_j ~ N(0, 1 / alpha)`` for one fixed ``alpha`` (``screen_alpha``), plus the intercept with its own
 weak prior. It is fitted by the same EP as every path step and recorded as a path step with action
 ``"screen"``, after the ARD steps, so ``at_step``, ``path_`` and the portable model treat it like any
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._sequential import Step, score_candidates
+from ._sequential import Step
 
 __all__ = ["SCREEN", "screen_order", "screen_steps"]
 
@@ -31,26 +31,31 @@ SCREEN = "screen"
 INTERCEPT_ALPHA = 1e-2
 
 
-def screen_order(problem, allowed, intercept_col):
-    """Basis columns ranked by their evidence gain alone, best first (stable: ties keep input order).
+def screen_order(design, signs, allowed, intercept_col):
+    """Basis columns ranked by their two-class F statistic, best first (ties keep input order).
 
-    The gain of adding column ``j`` to the empty model is ``0.5 (r - 1 - log r)`` with
-    ``r = Q_j^2 / S_j`` on the initial virtual regression; it increases with ``r`` for ``r > 1``,
-    and columns with ``r <= 1`` are ranked after, by ``r`` as well. The intercept and columns that
-    may not enter are left out.
+    ``design`` is the signed design ``diag(signs) Phi`` (dense or sparse), ``signs`` the ``(n,)``
+    labels in {-1, +1}. The score of column ``j`` is the squared correlation of ``Phi_j`` with the
+    labels, ``r_j = (sum_i t_i (phi_ij - mean_j))^2 / sum_i (phi_ij - mean_j)^2``, which orders the
+    columns as the F statistic of a two-sample test does (for centred columns it is also the order
+    of their evidence gains on the path's initial virtual regression, which ranks the path's
+    starting pool). The intercept, constant columns and columns that may not enter are left out.
     """
-    from ._ep import LatentPosterior
-
-    design = problem.design
-    b, t = problem.initial_virtual()
-    empty = LatentPosterior(np.zeros((design.shape[0], 0)), np.zeros(0), b, b * t)
-    S, Q = score_candidates(design, empty, b, t)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.where(S > 0, Q * Q / np.where(S > 0, S, 1.0), -np.inf)
+    t = np.asarray(signs, dtype=np.float64)
+    n = t.shape[0]
+    tD = np.asarray(design.sum(axis=0)).ravel()  # sum_i t_i phi_ij (t_i^2 = 1)
+    mean = np.asarray(design.T @ t).ravel() / n  # (1/n) sum_i phi_ij
+    sq = (np.asarray(design.multiply(design).sum(axis=0)).ravel() if hasattr(design, "multiply")
+          and not isinstance(design, np.ndarray) else np.einsum("ij,ij->j", design, design))
+    num = (tD - mean * t.sum()) ** 2
+    den = sq - n * mean**2
     ok = allowed.copy()
     if intercept_col >= 0:
         ok[intercept_col] = False
-    r = np.where(ok, r, -np.inf)
+    scale = np.maximum(sq, 1e-300)
+    ok &= den > 1e-12 * scale  # constant columns carry no ranking
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(ok, num / np.where(ok, den, 1.0), -np.inf)
     order = np.argsort(-r, kind="stable")
     return order[: int(ok.sum())]
 

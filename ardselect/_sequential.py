@@ -30,9 +30,11 @@ import scipy.sparse as sp
 
 from ._ep import LatentPosterior
 from ._linalg import tri_solve
+from ._screening import CandidateScreen
 
 __all__ = [
     "score_candidates",
+    "score_factors",
     "candidate_actions",
     "log_marginal_virtual",
     "SequentialPath",
@@ -48,7 +50,15 @@ NONE, ADD, DELETE, REESTIMATE = 0, 1, 2, 3
 
 #: Entries of the dense slab used when scoring a sparse design in sample space (about 32 MB).
 _SPARSE_BLOCK = 4_000_000
+#: Designs with at least this many features are scored with safe screening (``_screening``): only
+#: the candidates that can win a step are scored exactly. Same path, less work.
+SCREEN_MIN_FEATURES = 256
 ACTION_NAMES = {NONE: "none", ADD: "add", DELETE: "delete", REESTIMATE: "reestimate"}
+
+
+def _inv(a):
+    """``1 / a`` with ``1 / inf = 0`` (a prior variance from a precision)."""
+    return 0.0 if not np.isfinite(a) else 1.0 / a
 
 
 def _col_sq_norms_weighted(Phi, b):
@@ -70,17 +80,31 @@ def _weighted_sq(Phi2, b):
     return b @ Phi2
 
 
-def score_candidates(Phi, post: LatentPosterior, b, t, *, sq_cache=None):
+def score_factors(post: LatentPosterior, b, t):
+    """What scoring needs from one state, computed once: ``(route, F, u)``.
+
+    ``u = B (t - f_mean)``, so that ``Q_j = phi_j^T C^-1 t = phi_j^T u`` (design note: ``Q_j = p_j^T B
+    (m - P mu)``). Sample route: ``C^-1 = F^T F`` with ``F = L^-1 T^1/2`` (``(n, n)``); other routes
+    need nothing more (``F`` is None).
+    """
+    u = b * (t - post.f_mean)  # (n,)
+    if post.route == "sample":
+        return "sample", tri_solve(post.L, np.diag(post.s)), u
+    return post.route, None, u
+
+
+def score_candidates(Phi, post: LatentPosterior, b, t, *, sq_cache=None, factors=None):
     """``S_j`` and ``Q_j`` for every column of ``Phi`` (``(n, m)``, dense or CSC sparse).
 
     ``post`` is the posterior of the active weights under the virtual regression (sites ``tau = b``,
     ``nu = b t``). Weight-space route (``d <= n``): ``C^-1 = B - B P Sigma P^T B``; sample-space route
     (``d > n``): ``C^-1 = T^1/2 Bs^-1 T^1/2``. Cost ``O(n d m)`` or ``O(n^2 m)``; never densifies a sparse
-    ``Phi`` whole in the weight route.
+    ``Phi`` whole in the weight route. ``factors`` (from :func:`score_factors`) may be passed when
+    several column sets are scored at the same state.
     """
     nu = b * t
     if post.route == "sample":
-        M = tri_solve(post.L, np.diag(post.s))  # (n, n) = Bs^-1/2 T^1/2
+        M = (score_factors(post, b, t) if factors is None else factors)[1]  # (n, n) = Bs^-1/2 T^1/2
         zt = M @ t  # (n,)
         if not sp.issparse(Phi):
             Z = M @ Phi  # (n, m)
@@ -107,10 +131,7 @@ def score_candidates(Phi, post: LatentPosterior, b, t, *, sq_cache=None):
     R = np.empty((Phi.shape[0], post.Pt.shape[1] + 1))
     np.multiply(b[:, None], post.Pt, out=R[:, :-1])
     R[:, -1] = nu
-    if sp.issparse(Phi):
-        GQ = np.asarray(Phi.T @ R).T
-    else:
-        GQ = R.T @ Phi  # (d + 1, m)
+    GQ = np.asarray(Phi.T @ R).T if sp.issparse(Phi) else R.T @ Phi  # (d + 1, m)
     G = GQ[:-1]
     W = tri_solve(post.L, G)  # (d, m)
     S = BPhi_sq - np.einsum("ij,ij->j", W, W)
@@ -221,7 +242,9 @@ class SequentialPath:
     """
 
     def __init__(self, model, *, init="single", max_steps=1000, tol=1e-4, max_init=None,
-                 alpha_min=0.0, patience=20, progress_label=None):
+                 alpha_min=0.0, patience=20, progress_label=None, screening=None, stop=None):
+        self.screening = screening
+        self.stop = stop  # optional: stats -> bool, end the path after a step it accepts
         self.alpha_min = float(alpha_min)
         self.patience = int(patience)
         self.model = model
@@ -296,6 +319,9 @@ class SequentialPath:
         b, t, post, stats, state = model.refresh(active, alpha[active], None)
         self.steps.append(Step(0, "init", -1, active, alpha[active].copy(), stats, state))
         self._log(0)
+        if self.stop is not None and self.stop(stats):
+            self.converged = True
+            return self
         # The gains are exact only for the current sites. After EP moves the sites, an addition that
         # looked profitable can lower the model's own evidence, and deleting the feature again then
         # looks profitable: a cycle. So an addition that lowers the refreshed evidence is undone (not
@@ -307,22 +333,40 @@ class SequentialPath:
         k = 0
         budget = self.max_steps + m  # each feature can be rejected at most once
         # Phi * Phi does not change along the path: square once (sample route does not need it).
-        Phi2 = None
+        cache = {}
+
+        def full_scores(post, b, t, factors=None):
+            if post.route != "sample" and "Phi2" not in cache:
+                cache["Phi2"] = _squared(Phi)
+            return score_candidates(Phi, post, b, t, sq_cache=cache.get("Phi2"), factors=factors)
+
+        screen = None
+        if self.screening or (self.screening is None and m >= SCREEN_MIN_FEATURES):
+            screen = CandidateScreen(Phi, full_scores, score_candidates, score_factors)
+        self.screen = screen
         while k < self.max_steps and budget > 0:
             budget -= 1
-            if post.route != "sample" and Phi2 is None:
-                Phi2 = _squared(Phi)
-            S, Q = score_candidates(Phi, post, b, t, sq_cache=Phi2)
-            action, gain, new_alpha = candidate_actions(S, Q, alpha, model.allowed & ~no_add,
-                                                        self.alpha_min)
-            if last_re >= 0 and action[last_re] == REESTIMATE:
-                gain[last_re] = -np.inf
-            j = int(np.argmax(gain))
-            if not gain[j] > self.tol:
+            add_ok = model.allowed & ~no_add
+
+            def rules(idx, S, Q, add_ok=add_ok, last_re=last_re):
+                act, gain, na = candidate_actions(S, Q, alpha[idx], add_ok[idx], self.alpha_min)
+                if last_re >= 0:
+                    gain[(idx == last_re) & (act == REESTIMATE)] = -np.inf
+                return act, gain, na
+
+            if screen is not None:
+                j, act_j, gain_j, new_alpha_j, S_j = screen.best(post, b, t, alpha, add_ok, rules,
+                                                                 self.tol)
+            else:
+                S, Q = full_scores(post, b, t)
+                action, gain, new_alpha = rules(np.arange(m), S, Q)
+                j = int(np.argmax(gain))
+                act_j, gain_j, new_alpha_j, S_j = int(action[j]), gain[j], new_alpha[j], S[j]
+            if not gain_j > self.tol:
                 self.converged = True
                 break
             old_alpha = alpha[j]
-            alpha[j] = new_alpha[j]
+            alpha[j] = new_alpha_j
             active = np.flatnonzero(np.isfinite(alpha))
             if active.size == 0:
                 # Deleting the last feature: an empty model predicts nothing; stop here.
@@ -330,7 +374,7 @@ class SequentialPath:
                 self.converged = True
                 break
             refreshed = model.refresh(active, alpha[active], state)
-            if action[j] == ADD:
+            if act_j == ADD:
                 prev = self.steps[-1].stats.get("log_evidence")
                 new = refreshed[3].get("log_evidence")
                 if prev is not None and new < prev - 1e-9 * (1.0 + abs(prev)):
@@ -338,14 +382,16 @@ class SequentialPath:
                     no_add[j] = True
                     self.n_rejected += 1
                     continue
-            last_re = j if action[j] == REESTIMATE else -1
+            if screen is not None:
+                screen.accept(j, S_j, _inv(alpha[j]) - _inv(old_alpha))
+            last_re = j if act_j == REESTIMATE else -1
             k += 1
             b, t, post, stats, state = refreshed
             self.steps.append(
-                Step(k, ACTION_NAMES[int(action[j])], j, active, alpha[active].copy(), stats, state)
+                Step(k, ACTION_NAMES[act_j], j, active, alpha[active].copy(), stats, state)
             )
             self._log(k)
-            if self._stalled():
+            if self._stalled() or (self.stop is not None and self.stop(stats)):
                 self.converged = True
                 break
         return self

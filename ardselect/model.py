@@ -111,7 +111,9 @@ class PortableModel:
     intercept, index ``-1``). The probability of the problem's positive class for a sample ``x``
     (after replaying the stored preprocessing) is ``Phi(h / sqrt(1 + v))`` with ``h = mean . x_A``
     and ``v = x_A' cov x_A``: the probit predictive probability with the weight uncertainty
-    integrated out. Multi-class probabilities combine the one-vs-rest answers as ARDClassifier does.
+    integrated out, softened by the problem's ``temperature`` (``Phi(T h / sqrt(1 + v))``; fitted
+    by ``criterion="cv"``, 1 otherwise). Multi-class probabilities combine the one-vs-rest answers
+    as ARDClassifier does, with its ``combine_temperature``.
     """
 
     def __init__(self, data: Mapping):
@@ -135,6 +137,18 @@ class PortableModel:
             msg = f"model is missing the field {exc}"
             raise ModelError(msg) from None
         self._posteriors = [self._posterior(k, prob) for k, prob in enumerate(self.problems)]
+        temps = [prob.get("temperature", 1.0) if isinstance(prob, Mapping) else 1.0
+                 for prob in self.problems]
+        temps.append(self.data.get("combine_temperature", 1.0))
+        try:
+            temps = np.asarray(temps, dtype=np.float64)
+        except (TypeError, ValueError):
+            temps = np.array([np.nan])
+        if not np.all((temps > 0) & (temps <= 1)):
+            msg = "model temperatures must be numbers in (0, 1]; the model file is corrupted"
+            raise ModelError(msg)
+        self._temperature = temps[:-1]
+        self._combine_temperature = float(temps[-1])
 
     def _posterior(self, k: int, prob) -> Posterior:
         """Problem ``k`` as a :class:`Posterior`, refusing shapes or covariances no fit can produce."""
@@ -181,6 +195,7 @@ class PortableModel:
         ``classes`` the original class labels, in the order of ``estimator.classes_``.
         """
         posteriors = list(estimator.posteriors_)
+        temperature = np.asarray(getattr(estimator, "temperature_", np.ones(len(posteriors))))
         classes = list(classes)
         positives = [classes[1]] if len(classes) == 2 else classes
         if len(posteriors) != len(positives):
@@ -189,7 +204,7 @@ class PortableModel:
         used = sorted({int(i) for post in posteriors for i in np.asarray(post.index) if i >= 0})
         position = {j: k for k, j in enumerate(used)}
         problems = []
-        for positive, post in zip(positives, posteriors, strict=True):
+        for positive, post, temp in zip(positives, posteriors, temperature, strict=True):
             index = np.asarray(post.index, dtype=int)
             problems.append(
                 {
@@ -197,6 +212,7 @@ class PortableModel:
                     "index": [position[int(i)] if i >= 0 else -1 for i in index],
                     "mean": np.asarray(post.mean, dtype=np.float64).tolist(),
                     "cov": np.asarray(post.cov, dtype=np.float64).tolist(),
+                    "temperature": float(temp),
                 }
             )
         data = {
@@ -206,6 +222,7 @@ class PortableModel:
             "features": [str(feature_names[j]) for j in used],
             "preprocessing": preprocessor.to_dict(used),
             "problems": problems,
+            "combine_temperature": float(getattr(estimator, "combine_temperature_", 1.0)),
             "n_features_trained": int(preprocessor.n_features_in_),
             "versions": _versions(),
         }
@@ -283,7 +300,8 @@ class PortableModel:
         moments = [post.latent(design) for post in self.posteriors]
         mean = np.column_stack([m for m, _ in moments])  # (n, k)
         var = np.column_stack([v for _, v in moments])  # (n, k)
-        return probit_log_proba(mean, var)  # what ARDClassifier.predict_log_proba runs
+        # what ARDClassifier.predict_log_proba runs
+        return probit_log_proba(mean, var, self._temperature, self._combine_temperature)
 
     def _labelled(self, values: np.ndarray, data):
         """A DataFrame (sample index, one column per class) for AnnData or DataFrame input."""

@@ -75,7 +75,8 @@ def methods(random_state=0):
     from ardselect import ARDClassifier
     from ardselect.model_selection import baselines
 
-    return {"ARD-EP": ARDClassifier(constant_features="ignore"), **baselines(random_state)}
+    return {"ARD-EP": ARDClassifier(constant_features="ignore", random_state=random_state),
+            **baselines(random_state)}
 
 
 def run(name, methods_dict, *, criteria=None, n_splits=50, jobs=2, seed=0):
@@ -129,7 +130,9 @@ def main(argv=None):
         if unknown:
             ap.error(f"unknown methods {unknown}; choose from {sorted(chosen)}")
         chosen = {k: v for k, v in chosen.items() if k in keep}
-    criteria = {"ARD-EP": ["evidence"]} if "ARD-EP" in chosen else None
+    # The paper's criteria on the same fitted path: the LOO model (with the temperature the inner
+    # cross-validation fitted for it) and the evidence model.
+    criteria = {"ARD-EP": ["loo", "evidence"]} if "ARD-EP" in chosen else None
     for name in args.datasets.split(","):
         if name not in DATASETS:
             ap.error(f"unknown data set {name!r}; choose from {', '.join(DATASETS)}")

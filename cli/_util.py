@@ -293,21 +293,23 @@ class PathProgress(logging.Handler):
     """Drive a Rich progress display on stderr from the ``ardselect.path`` DEBUG records.
 
     Each record carries ``step``, ``max_steps`` and ``class_label``; the display shows the binary
-    problem being fitted (one per class with more than two classes) and its current step.
+    problem being fitted (one per class with more than two classes; with ``--criterion cv`` once
+    more per fold of the inner cross-validation) and its current step. A record of step 0 starts
+    a new path.
     """
 
-    def __init__(self, progress, n_problems: int):
+    def __init__(self, progress, n_paths: int):
         super().__init__(logging.DEBUG)
         self.progress = progress
-        self.task = progress.add_task("ARD path", total=n_problems, step="")
-        self.labels: list[str] = []
+        self.task = progress.add_task("ARD path", total=n_paths, step="")
+        self.labels: list[str] = []  # the class of every path started
 
     def emit(self, record):
         step = getattr(record, "step", None)
         if step is None:
             return
         label = str(getattr(record, "class_label", "") or "")
-        if not self.labels or self.labels[-1] != label:
+        if step == 0:
             if self.labels:
                 self.progress.advance(self.task)
             self.labels.append(label)
@@ -317,7 +319,7 @@ class PathProgress(logging.Handler):
 
 
 @contextlib.contextmanager
-def path_progress(n_problems: int, *, quiet: bool):
+def path_progress(n_paths: int, *, quiet: bool):
     """Show a progress display fed by the ``ardselect.path`` logger while the block runs."""
     if quiet:
         yield
@@ -332,14 +334,14 @@ def path_progress(n_problems: int, *, quiet: bool):
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
-        TextColumn("{task.completed}/{task.total} problems"),
+        TextColumn("{task.completed}/{task.total} paths"),
         TextColumn("{task.fields[step]}"),
         TimeElapsedColumn(),
         console=console,
         transient=True,
     )
     log = logging.getLogger("ardselect.path")
-    handler = PathProgress(progress, n_problems)
+    handler = PathProgress(progress, n_paths)
     old_level = log.level
     log.setLevel(logging.DEBUG)
     log.addHandler(handler)

@@ -111,9 +111,10 @@ def evaluate(
 ):
     """Held-out errors, genes, log-loss and calibration over repeated random train/test partitions.
 
-    Each partition is preprocessed on its training part only and fitted once; the model each
-    criterion picks on the same path is tested on the held-out part ("ARD-EP (loo)", "(loo-prob)",
-    "(evidence)"), beside the baselines with --baselines. Reports mean +- standard error over
+    Each partition is preprocessed on its training part only and fitted once with the default
+    model choice ("ARD-EP": inner cross-validation); the models the paper's criteria pick on the same
+    path are tested too ("ARD-EP (loo)", "(evidence)"), beside the baselines with --baselines.
+    Reports mean +- standard error over
     partitions.
     """
     with handle_errors():
@@ -170,7 +171,7 @@ def evaluate(
         params = {"constant_features": "ignore"}
         if max_steps is not None:
             params["max_steps"] = int(max_steps)
-        methods = {"ARD-EP": ardselect.ARDClassifier(criterion="loo", **params)}
+        methods = {"ARD-EP": ardselect.ARDClassifier(random_state=seed, **params)}
         peers = ardselect.model_selection.baselines(random_state=seed)
         if baselines:
             methods.update(peers)
@@ -180,7 +181,7 @@ def evaluate(
                                         cap=cap, standardize=standardize)
         progress = task_progress(splits, "partitions", quiet=quiet)
         kwargs = {
-            "criteria": {"ARD-EP": ["loo-prob", "evidence"]},
+            "criteria": {"ARD-EP": ["loo", "evidence"]},
             "preprocessor": pre,
             "n_splits": splits,
             "train_size": int(train_size) if train_size >= 1 else float(train_size),
@@ -199,18 +200,12 @@ def evaluate(
                 results, predictions, selection = run_evaluation(
                     X, y, methods, progress=lambda done: progress.update(task, completed=done),
                     **kwargs)
-        rename = {"ARD-EP": "ARD-EP (loo)"}
-        results["method"] = results["method"].replace(rename)
-        predictions["method"] = predictions["method"].replace(rename)
-        selection = selection.rename(index=rename, level="method")
         summary = summarize(results, predictions)
         logo = logo_pred = None
         if group_values is not None:
             logo, logo_pred = ardselect.model_selection.ep_leave_group_out(
-                methods["ARD-EP"], X, y, group_values, criteria=("loo-prob", "evidence"),
+                methods["ARD-EP"], X, y, group_values, criteria=("loo", "evidence"),
                 preprocessor=pre, sample_ids=adata.obs_names.to_numpy())
-            logo["method"] = logo["method"].replace(rename)
-            logo_pred["method"] = logo_pred["method"].replace(rename)
         frequency = ardselect.model_selection.selection_frequency(selection)
         stability = ardselect.model_selection.selection_stability(selection)
         if out is not None:

@@ -46,11 +46,13 @@ def fit(
         typer.Option(
             "--criterion",
             "-c",
-            help="Model choice on the path: 'loo' (EP leave-one-out error, predictive ARD), "
+            help="Model choice: 'cv' (inner cross-validation among the path's model and the "
+            "screened models of the strongest genes, with calibrated probabilities; the "
+            "default), or on the path alone: 'loo' (EP leave-one-out error, predictive ARD), "
             "'loo-prob' (LOO error probability), 'evidence' (EP evidence).",
             case_sensitive=False,
         ),
-    ] = Criterion.loo,
+    ] = Criterion.cv,
     positive: PositiveOpt = None,
     layer: LayerOpt = None,
     use_raw: UseRawOpt = False,
@@ -73,6 +75,11 @@ def fit(
     cap: CapOpt = None,
     standardize: StandardizeOpt = True,
     max_steps: MaxStepsOpt = None,
+    seed: Annotated[
+        int,
+        typer.Option("--seed", help="Seed of the inner cross-validation's folds (--criterion cv; "
+                     "same seed, same output)."),
+    ] = 0,
     out: Annotated[
         Path,
         typer.Option(
@@ -120,7 +127,9 @@ def fit(
         y = adata.obs[label_key]
         n_classes = y.dropna().astype(str).nunique()
         n_problems = n_classes if (n_classes > 2 and positive is None) else 1
-        with path_progress(n_problems, quiet=quiet):
+        # One path per problem, and with the inner cross-validation one more per fold (at most 5).
+        n_paths = n_problems * (6 if criterion.value == "cv" else 1)
+        with path_progress(n_paths, quiet=quiet):
             ardselect.rank_genes(
                 adata,
                 label_key,
@@ -135,6 +144,7 @@ def fit(
                 standardize=standardize,
                 symbol_key=symbol_key,
                 max_steps=max_steps,
+                estimator_params={"random_state": seed},
             )
         ranked = ardselect.get.ranked_genes_df(adata)
         multi = ranked["class"].nunique() > 1
@@ -234,7 +244,7 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show):
     if shown:
         console.print(
             "rank: by relevance = 1/alpha, the prior variance ARD gives the gene's weight (ties "
-            "keep input order); weight: posterior mean +- sd, smaller when correlated genes "
+            "by |weight / sd|); weight: posterior mean +- sd, smaller when correlated genes "
             "share the signal"
         )
     rnk = [name for name, _ in _rnk_files(adata)]

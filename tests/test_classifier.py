@@ -46,7 +46,7 @@ def test_sklearn_compatible(estimator, check):
 
 def test_fitted_attributes_and_path():
     X, y = two_gene_data()
-    clf = ARDClassifier().fit(X, y)
+    clf = ARDClassifier(criterion="loo").fit(X, y)
     p = clf.path_
     assert list(p.columns[:8]) == ["class", "step", "action", "feature", "n_basis",
                                    "log_evidence", "loo_error", "loo_prob_error"]
@@ -74,7 +74,7 @@ def test_fitted_attributes_and_path():
 @pytest.mark.parametrize("criterion", ["loo", "loo-prob", "evidence"])
 def test_criteria_and_at_step_agree(criterion):
     X, y = two_gene_data(1)
-    base = ARDClassifier().fit(X, y)
+    base = ARDClassifier(criterion="loo").fit(X, y)
     direct = ARDClassifier(criterion=criterion).fit(X, y)
     step = base.choose_step(criterion)
     assert step == direct.chosen_step_
@@ -309,10 +309,14 @@ def test_bad_parameters(params, match):
         ARDClassifier(**params).fit(X, y)
 
 
-def test_random_state_is_not_a_parameter():
-    # The fit makes no random choice; a seed it would ignore is refused instead.
-    with pytest.raises(TypeError, match="random_state"):
-        ARDClassifier(random_state=0)
+def test_random_state_seeds_only_the_inner_cross_validation():
+    # The path makes no random choice: criterion="loo" ignores the seed; "cv" draws its folds.
+    X, y = two_gene_data(3)
+    a = ARDClassifier(criterion="loo", random_state=0).fit(X, y)
+    b = ARDClassifier(criterion="loo", random_state=5).fit(X, y)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    with pytest.raises(ValueError, match="random_state"):
+        ARDClassifier(random_state="seed").fit(X, y)
 
 
 def test_auto_starting_model_has_at_most_one_gene_per_sample():
@@ -331,3 +335,37 @@ def test_max_init_out_of_range_is_refused(bad):
     X, y = two_gene_data(3)
     with pytest.raises(ValueError, match="'max_init' parameter"):
         ARDClassifier(max_init=bad).fit(X, y)
+
+
+def test_stratified_sketch_keeps_class_fractions():
+    from ardselect._classifier import stratified_sketch
+
+    codes = np.repeat([0, 1, 2], [600, 300, 100])
+    rows = stratified_sketch(codes, 100)
+    assert np.all(np.diff(rows) > 0)
+    assert np.bincount(codes[rows]).tolist() == [60, 30, 10]
+    # Deterministic, and a class smaller than its share keeps at least one row.
+    assert np.array_equal(rows, stratified_sketch(codes, 100))
+    assert np.bincount(codes[stratified_sketch(codes, 5)]).min() >= 1
+
+
+def test_max_samples_fits_the_sketch_and_predicts_everything():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 40))
+    y = np.where(X[:, 0] - X[:, 1] > 0, "a", "b")
+    clf = ARDClassifier(max_samples=100).fit(X, y)
+    assert clf.sketch_.size == 100
+    ref = ARDClassifier().fit(X[clf.sketch_], y[clf.sketch_])
+    np.testing.assert_allclose(clf.coef_, ref.coef_)
+    assert clf.predict(X).shape == (300,)
+    assert ARDClassifier(max_samples=1000).fit(X, y).sketch_ is None
+
+
+def test_n_jobs_gives_the_same_multiclass_fit():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 30))
+    y = np.argmax(X[:, :3], axis=1)
+    a = ARDClassifier().fit(X, y)
+    b = ARDClassifier(n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.path_.equals(b.path_)

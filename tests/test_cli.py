@@ -154,9 +154,9 @@ def test_fit_outputs(fitted):
     assert model["classes"] == ["case", "ctrl"]
     assert model["versions"]["ardselect"] == ardselect.__version__
     assert model["preprocessing"]["log"] == "log2"
-    assert model["criterion"] == "loo"
+    assert model["criterion"] == "cv"
     assert model["label_key"] == "label"
-    assert "selected by loo" in result.stdout
+    assert "selected by cv" in result.stdout
     assert "log2(x + 1) (auto" in result.stdout
 
 
@@ -437,21 +437,24 @@ def test_progress_handler_follows_the_path(adata_factory):
 
     adata = adata_factory(n_samples=30, n_genes=8, n_classes=3, seed=4)
     progress = Progress(console=Console(file=io.StringIO(), force_terminal=True))
-    handler = PathProgress(progress, 3)
     log = logging.getLogger("ardselect.path")
     old = log.level
     log.setLevel(logging.DEBUG)
-    log.addHandler(handler)
-    try:
-        with progress:
-            ardselect.rank_genes(adata, "label")
-    finally:
-        log.removeHandler(handler)
-        log.setLevel(old)
-    assert handler.labels == ["class0", "class1", "class2"]
-    task = progress.tasks[0]
-    assert task.completed == 2
-    assert task.fields["step"].startswith("step ")
+    for criterion, n_folds in (("loo", 0), ("cv", 3)):
+        handler = PathProgress(progress, 3 * (1 + n_folds))
+        log.addHandler(handler)
+        try:
+            with progress:
+                ardselect.rank_genes(adata, "label", criterion=criterion,
+                                     estimator_params={"cv": 3} if n_folds else None)
+        finally:
+            log.removeHandler(handler)
+        # One path per class, then (criterion="cv") one per class in every fold.
+        assert handler.labels == ["class0", "class1", "class2"] * (1 + n_folds)
+        task = progress.tasks[-1]
+        assert task.completed == 3 * (1 + n_folds) - 1
+        assert task.fields["step"].startswith("step ")
+    log.setLevel(old)
 
 
 # ------------------------------------------------------------------------------ evaluate, example
@@ -462,7 +465,7 @@ def test_evaluate(data, tmp_path):
     result = run("evaluate", data / "all.csv", "--splits", 3, "--train-size", 0.75, "--seed", 1,
                  "-j", 2, "-o", out)
     assert result.exit_code == 0, result.stderr
-    methods = ["ARD-EP (loo)", "ARD-EP (loo-prob)", "ARD-EP (evidence)", "L1-logistic"]
+    methods = ["ARD-EP", "ARD-EP (loo)", "ARD-EP (evidence)", "L1-logistic"]
     splits = pd.read_csv(out / "splits.tsv", sep="\t")
     assert len(splits) == 12
     assert list(splits["method"][:4]) == methods
@@ -471,7 +474,7 @@ def test_evaluate(data, tmp_path):
     summary = pd.read_csv(out / "summary.tsv", sep="\t")
     assert list(summary["method"]) == methods
     row = summary.iloc[0]
-    sub = splits[splits["method"] == "ARD-EP (loo)"]["error_rate"]
+    sub = splits[splits["method"] == "ARD-EP"]["error_rate"]
     assert row["error_rate_mean"] == pytest.approx(sub.mean())
     assert row["error_rate_se"] == pytest.approx(sub.std(ddof=1) / np.sqrt(3))
     assert "± " in result.stdout
@@ -502,7 +505,7 @@ def test_evaluate(data, tmp_path):
     stab = pd.read_csv(out / "stability.tsv", sep="\t").set_index("method")
     assert list(stab.index) == methods
     assert ((stab["jaccard_mean"] >= 0) & (stab["jaccard_mean"] <= 1)).all()
-    assert "most often selected by ARD-EP (loo): G" in result.stdout
+    assert "most often selected by ARD-EP: G" in result.stdout
     assert "most often selected by L1-logistic" in result.stdout
 
 
@@ -525,7 +528,7 @@ def test_evaluate_with_baselines_and_groups(data, tmp_path):
         assert (held == size[held.index]).all()  # every held-out donor is held out whole
         assert len(held) < len(size)
     logo = pd.read_csv(out / "leave_group_out.tsv", sep="\t")
-    assert list(logo["method"]) == ["ARD-EP (loo)", "ARD-EP (loo-prob)", "ARD-EP (evidence)"]
+    assert list(logo["method"]) == ["ARD-EP", "ARD-EP (loo)", "ARD-EP (evidence)"]
     assert (logo["n_groups"] == len(size)).all()
     logo_pred = pd.read_csv(out / "leave_group_out_predictions.tsv", sep="\t")
     assert len(logo_pred) == 3 * len(table)
@@ -745,7 +748,7 @@ def test_summary_shows_what_the_rank_means(fitted):
     header = next(ln for ln in result.stdout.splitlines() if "rank" in ln and "gene" in ln)
     assert "relevance" in header
     assert ("rank: by relevance = 1/alpha, the prior variance ARD gives the gene's weight (ties "
-            "keep input order)") in result.stdout
+            "by |weight / sd|)") in result.stdout
 
 
 def test_show_zero_prints_no_table(data, tmp_path):
@@ -753,7 +756,7 @@ def test_show_zero_prints_no_table(data, tmp_path):
     assert result.exit_code == 0, result.stderr
     assert "rank" not in result.stdout
     assert "┏" not in result.stdout
-    assert result.stdout.count("gene(s) selected by loo") == 3
+    assert result.stdout.count("gene(s) selected by cv") == 3
     result = run("fit", data / "multi.tsv", "--show", "-1", "--out", tmp_path / "s")
     assert_one_line_error(result, 2, r"--show must be 0 or more, got -1")
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from ardselect._criteria import CRITERIA, choose_step
+from ardselect._criteria import CRITERIA, PATH_CRITERIA, choose_step
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -18,8 +18,9 @@ def test_each_criterion_picks_its_optimum_on_random_records(seed):
     expected = {"loo": int(np.flatnonzero(loo == loo.min())[0]),
                 "loo-prob": int(np.flatnonzero(prob == prob.min())[0]),
                 "evidence": int(np.argmax(ev))}
-    assert set(CRITERIA) == set(expected)
-    for criterion in CRITERIA:
+    assert set(PATH_CRITERIA) == set(expected)
+    assert set(CRITERIA) == {"cv", *PATH_CRITERIA}  # "cv" needs refits: chosen in fit
+    for criterion in PATH_CRITERIA:
         assert choose_step(ev, loo, prob, criterion) == expected[criterion], criterion
 
 

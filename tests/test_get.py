@@ -42,7 +42,7 @@ def test_gene_sets_and_model(ranked_adata):
     sel = ardselect.get.ranked_genes_df(ranked_adata, "res", selected_only=True)
     for name, keep in (("ctrl_up", sel["mean"] > 0), ("ctrl_down", sel["mean"] < 0)):
         desc, genes = sets[name]
-        assert "criterion loo" in desc
+        assert "criterion cv" in desc
         assert f"{len(genes)} genes" in desc
         # The data carry a symbol column (var["symbol"] = SYM<k>): sets use it and say so.
         assert "gene symbols from var['symbol']" in desc

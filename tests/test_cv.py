@@ -1,0 +1,233 @@
+"""criterion="cv": screened models, inner cross-validation and temperatures, against direct references."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.special import log_ndtr
+from sklearn.feature_selection import f_classif
+from sklearn.model_selection import StratifiedKFold
+from sklearn.utils import check_random_state
+
+from ardselect import ARDClassifier, ep_probit
+from ardselect._cv import T_MIN, fit_combine_temperature, fit_temperature
+from ardselect._probit import ovr_log_proba
+from ardselect._screen import INTERCEPT_ALPHA
+
+
+def _standardized(rng, n=40, p=60, signal=(0, 1, 2)):
+    X = rng.normal(size=(n, p))
+    y = (X[:, list(signal)].sum(axis=1) + 0.8 * rng.normal(size=n) > 0).astype(int)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    return X, y
+
+
+# ---------------------------------------------------------------------------- temperatures
+def test_temperature_matches_a_grid_search(seed):
+    rng = np.random.default_rng(seed)
+    t = np.where(rng.random(50) < 0.5, 1.0, -1.0)
+    z = 2.5 * t + rng.normal(scale=2.0, size=50)  # overconfident, often wrong
+    temp, ll = fit_temperature(z, t)
+    grid = np.linspace(T_MIN, 1.0, 20001)
+    losses = [-np.mean(log_ndtr(g * t * z)) for g in grid]
+    assert temp == pytest.approx(grid[int(np.argmin(losses))], abs=1e-3)
+    assert ll == pytest.approx(min(losses), abs=1e-8)
+    assert T_MIN <= temp < 1.0
+
+
+def test_temperature_never_sharpens_separable_answers():
+    t = np.array([1.0, 1.0, -1.0, -1.0, 1.0])
+    z = np.array([0.3, 0.1, -0.2, -0.5, 0.4])  # all right but timid: a larger T would fit better
+    temp, ll = fit_temperature(z, t)
+    assert temp == 1.0
+    assert ll == pytest.approx(-np.mean(log_ndtr(t * z)))
+
+
+def test_combine_temperature_matches_a_grid_search(seed):
+    rng = np.random.default_rng(seed)
+    n, k = 60, 4
+    y_idx = rng.integers(0, k, size=n)
+    z = rng.normal(size=(n, k)) - 1.0
+    z[np.arange(n), y_idx] += 1.5  # informative, with noise
+    temps = rng.uniform(0.3, 1.0, size=k)
+    temp, ll = fit_combine_temperature(z, temps, y_idx)
+    grid = np.linspace(T_MIN, 1.0, 4001)
+    losses = [-np.mean(ovr_log_proba(z * temps, g)[np.arange(n), y_idx]) for g in grid]
+    assert temp == pytest.approx(grid[int(np.argmin(losses))], abs=1e-3)
+    assert ll == pytest.approx(min(losses), abs=1e-8)
+
+
+# ---------------------------------------------------------------------------- screened models
+def test_screened_models_are_shared_precision_ep_on_the_f_ranking():
+    """A screened step is ep_probit on the k genes of largest F statistic, alpha shared."""
+    rng = np.random.default_rng(3)
+    X, y = _standardized(rng)
+    clf = ARDClassifier(screen_sizes=(1, 3, 10)).fit(X, y)
+    f_order = np.argsort(-f_classif(X, y)[0], kind="stable")
+    path = clf.path_
+    screened = path[path["action"] == "screen"]
+    assert screened["n_basis"].tolist() == [1, 3, 10]
+    # The screened models are recorded after the ARD steps.
+    assert (path["action"].iloc[-3:] == "screen").all()
+    assert "screen" not in set(path["action"].iloc[:-3])
+    for step, k in zip(screened["step"], [1, 3, 10], strict=True):
+        model = clf.at_step(np.array([step]))
+        assert set(np.flatnonzero(model.get_support())) == set(f_order[:k])
+        genes = np.sort(f_order[:k])
+        ref = ep_probit(np.column_stack([X[:, genes], np.ones(len(y))]), y,
+                        np.r_[np.full(k, clf.screen_alpha), INTERCEPT_ALPHA], tol=1e-10)
+        np.testing.assert_allclose(model.coef_[0, genes], ref.mean[:-1], rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(model.intercept_[0], ref.mean[-1], rtol=1e-6, atol=1e-8)
+        row = path[path["step"] == step].iloc[0]
+        assert row["log_evidence"] == pytest.approx(ref.log_evidence, abs=1e-4)
+
+
+# ---------------------------------------------------------------------------- the inner CV
+def _folds(clf, y):
+    seed = check_random_state(clf.random_state).randint(np.iinfo(np.int32).max)
+    return list(StratifiedKFold(clf.cv, shuffle=True, random_state=seed).split(
+        np.zeros(len(y)), y))
+
+
+def test_cv_log_loss_of_a_screened_model_equals_actual_refits():
+    """The held-out latents of 'screen k' are those of ep_probit refitted on each fold by hand.
+
+    As in a refit of the estimator on the fold, the genes are ranked by F and scaled to unit root
+    mean square on the fold's training part (the shared prior precision is on that scale).
+    """
+    rng = np.random.default_rng(5)
+    X, y = _standardized(rng, n=45, p=40)
+    clf = ARDClassifier(screen_sizes=(2, 5), cv=3, random_state=7).fit(X, y)
+    t = np.where(y == 1, 1.0, -1.0)
+    for k in (2, 5):
+        z = np.zeros(len(y))
+        for tr, te in _folds(clf, y):
+            genes = np.sort(np.argsort(-f_classif(X[tr], y[tr])[0], kind="stable")[:k])
+            rms = np.sqrt(np.mean(X[tr][:, genes] ** 2, axis=0))  # the prior's scale
+            A = np.column_stack([X[:, genes] / rms, np.ones(len(y))])
+            res = ep_probit(A[tr], y[tr], np.r_[np.full(k, clf.screen_alpha), INTERCEPT_ALPHA],
+                            tol=1e-10)
+            m, v = res.predict_latent(A[te])
+            z[te] = m / np.sqrt(1.0 + v)
+        temp, ll = fit_temperature(z, t)
+        row = clf.cv_results_.set_index("candidate").loc[f"screen {k}"]
+        assert row["cv_log_loss_raw"] == pytest.approx(-np.mean(log_ndtr(t * z)), abs=2e-4)
+        assert row["temperature"] == pytest.approx(temp, abs=2e-3)
+
+
+def test_cv_log_loss_of_the_ard_model_equals_actual_refits():
+    """The 'ard' candidate is the LOO-chosen model of an ARD path refitted on each fold."""
+    rng = np.random.default_rng(8)
+    X, y = _standardized(rng, n=36, p=25)
+    clf = ARDClassifier(screen_sizes=(2,), cv=3, random_state=1).fit(X, y)
+    t = np.where(y == 1, 1.0, -1.0)
+    z = np.zeros(len(y))
+    for tr, te in _folds(clf, y):
+        fold = ARDClassifier(criterion="loo").fit(X[tr], y[tr])
+        m, v = fold._latent(X[te])
+        z[te] = m[:, 0] / np.sqrt(1.0 + v[:, 0])
+    row = clf.cv_results_.set_index("candidate").loc["ard"]
+    assert row["cv_log_loss_raw"] == pytest.approx(-np.mean(log_ndtr(t * z)), abs=1e-3)
+
+
+def test_the_chosen_candidate_has_the_lowest_calibrated_cv_log_loss(seed):
+    rng = np.random.default_rng(seed)
+    X, y = _standardized(rng, n=40, p=30)
+    clf = ARDClassifier(cv=3).fit(X, y)
+    r = clf.cv_results_
+    assert r["chosen"].sum() == 1
+    best = r.loc[r["cv_log_loss"].idxmin()]
+    assert bool(best["chosen"])
+    assert clf.chosen_step_[0] == best["step"]
+    assert clf.temperature_[0] == pytest.approx(best["temperature"])
+    assert (r["cv_log_loss"] <= r["cv_log_loss_raw"] + 1e-12).all()
+    assert r["temperature"].between(T_MIN, 1.0).all()
+
+
+def test_predictions_apply_the_temperature():
+    rng = np.random.default_rng(2)
+    X, y = _standardized(rng, n=40, p=30)
+    clf = ARDClassifier(cv=3).fit(X, y)
+    m, v = clf._latent(X)
+    z = clf.temperature_[0] * m[:, 0] / np.sqrt(1.0 + v[:, 0])
+    np.testing.assert_allclose(clf.predict_proba(X)[:, 1], np.exp(log_ndtr(z)), rtol=1e-12)
+    np.testing.assert_allclose(clf.decision_function(X), z, rtol=1e-12)
+    # Another candidate keeps its own fitted temperature; a step the CV did not score has none.
+    r = clf.cv_results_
+    other = r[~r["chosen"]].iloc[0]
+    assert clf.at_step(np.array([other["step"]])).temperature_[0] == other["temperature"]
+    unscored = next(s for s in clf.path_["step"] if s not in set(r["step"]))
+    assert clf.at_step(np.array([unscored])).temperature_[0] == 1.0
+
+
+def test_same_seed_same_model_and_the_seed_moves_the_folds():
+    rng = np.random.default_rng(4)
+    X, y = _standardized(rng, n=40, p=30)
+    a = ARDClassifier(cv=3, random_state=11).fit(X, y)
+    b = ARDClassifier(cv=3, random_state=11).fit(X, y)
+    c = ARDClassifier(cv=3, random_state=12).fit(X, y)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    assert a.cv_results_.equals(b.cv_results_)
+    assert not np.allclose(a.cv_results_["cv_log_loss_raw"], c.cv_results_["cv_log_loss_raw"])
+
+
+def test_multiclass_combination_temperature():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(60, 20))
+    y = np.digitize(X[:, 0] + 0.5 * rng.normal(size=60), [-0.5, 0.5])
+    clf = ARDClassifier(cv=3).fit(X, y)
+    assert T_MIN <= clf.combine_temperature_ <= 1.0
+    assert clf.cv_results_.groupby("class")["chosen"].sum().tolist() == [1, 1, 1]
+    m, v = clf._latent(X)
+    z = clf.temperature_ * m / np.sqrt(1.0 + v)
+    expected = np.exp(ovr_log_proba(z, clf.combine_temperature_))
+    np.testing.assert_allclose(clf.predict_proba(X), expected, rtol=1e-12)
+    np.testing.assert_allclose(clf.predict_proba(X).sum(axis=1), 1.0)
+    # Leaving the chosen models drops the combination temperature (it was fitted for them).
+    assert clf.at_step(clf.choose_step("loo")).combine_temperature_ == 1.0 or np.array_equal(
+        clf.choose_step("loo"), clf.chosen_step_)
+
+
+def test_path_criteria_ignore_the_screened_models_and_match_criterion_loo():
+    rng = np.random.default_rng(9)
+    X, y = _standardized(rng, n=40, p=30)
+    cv = ARDClassifier(cv=3).fit(X, y)
+    loo = ARDClassifier(criterion="loo").fit(X, y)
+    assert "screen" not in set(loo.path_["action"])
+    ard_steps = cv.path_[cv.path_["action"] != "screen"].drop(columns="ep_sweeps")
+    assert ard_steps.reset_index(drop=True).equals(loo.path_.drop(columns="ep_sweeps"))
+    for crit in ("loo", "loo-prob", "evidence"):
+        assert cv.choose_step(crit)[0] == loo.choose_step(crit)[0]
+    assert loo.temperature_[0] == 1.0
+    with pytest.raises(ValueError, match="fit with criterion='cv'"):
+        loo.choose_step("cv")
+
+
+def test_a_class_too_small_for_folds_falls_back_to_loo():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(20, 10))
+    y = np.array([0] * 19 + [1])
+    X[19, 0] += 5.0
+    with pytest.warns(UserWarning, match="criterion='loo' instead"):
+        clf = ARDClassifier(cv=3).fit(X, y)
+    assert clf.chosen_step_[0] == clf.choose_step("loo")[0]
+    assert clf.temperature_[0] == 1.0
+
+
+def test_folds_shrink_to_the_smallest_class():
+    rng = np.random.default_rng(1)
+    X, y = _standardized(rng, n=30, p=10)
+    y[:] = 0
+    y[:3] = 1  # three of one class: at most three folds
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf = ARDClassifier(cv=5).fit(X, y)
+    assert clf.cv_results_["chosen"].sum() == 1
+
+
+@pytest.mark.parametrize("sizes", [(), (0, 2), (1.5,), "abc"])
+def test_bad_screen_sizes(sizes):
+    rng = np.random.default_rng(0)
+    X, y = _standardized(rng, n=20, p=5)
+    with pytest.raises(ValueError, match="screen_sizes"):
+        ARDClassifier(screen_sizes=sizes).fit(X, y)

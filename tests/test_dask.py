@@ -1,0 +1,71 @@
+"""The dask path (``pip install ardselect[dask]``) equals the in-memory path on a small on-disk store."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from ardselect import ARDClassifier
+
+da = pytest.importorskip("dask.array")
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    n, p = 240, 80
+    y = rng.integers(0, 3, size=n)
+    X = sp.random(n, p, density=0.1, format="csr", random_state=1)
+    X = (X + sp.csr_matrix((np.full(n, 2.0), (np.arange(n), y)), shape=(n, p))).tocsr()
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    ad = pytest.importorskip("anndata")
+    import pandas as pd
+
+    X, y = _data()
+    path = tmp_path_factory.mktemp("zarr") / "cells.zarr"
+    obs = pd.DataFrame({"cell_type": y.astype(str)}, index=[f"c{i}" for i in range(y.size)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # anndata's note on the zarr format version
+        ad.AnnData(X=X, obs=obs).write_zarr(path)
+    return path, X, y
+
+
+def _lazy_x(path):
+    import zarr
+    from anndata.experimental import read_elem_lazy
+
+    return read_elem_lazy(zarr.open(path)["X"], chunks=(100, -1))
+
+
+@pytest.mark.parametrize("max_samples", [pytest.param(None, marks=pytest.mark.slow), 100])
+def test_lazy_zarr_equals_in_memory(store, max_samples):
+    path, X, y = store
+    dX = _lazy_x(path)
+    assert isinstance(dX, da.Array)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = ARDClassifier(max_samples=max_samples).fit(X, y)
+        got = ARDClassifier(max_samples=max_samples).fit(dX, y)
+    assert got.path_.equals(ref.path_)
+    np.testing.assert_array_equal(got.coef_, ref.coef_)
+    if max_samples is not None:
+        np.testing.assert_array_equal(got.sketch_, ref.sketch_)
+
+
+@pytest.mark.slow
+def test_classes_run_as_tasks_on_the_users_client(store):
+    distributed = pytest.importorskip("distributed")
+    path, X, y = store
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = ARDClassifier(max_samples=100).fit(X, y)
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                      dashboard_address=None) as cluster, \
+                distributed.Client(cluster):
+            got = ARDClassifier(max_samples=100).fit(_lazy_x(path), y)
+    assert got.path_.equals(ref.path_)
+    np.testing.assert_array_equal(got.coef_, ref.coef_)
