@@ -148,9 +148,10 @@ print("path:", OUT / "markers_path.png")
 #
 # * **ARD-EP**: the marker model itself (`ardselect.get.model(train).predict_proba(test)`);
 # * **scanpy logreg / wilcoxon + L2**: `sc.tl.rank_genes_groups` on the training cells, the top
-#   *k* genes of each type (*k* = the median size of ARD's panels on that partition, so the lists
-#   are about as long), and a multinomial L2-logistic regression on their union, fitted on the
-#   training cells: the marker list used as a classifier.
+#   *k* genes of each type (the largest *k* whose union over the types is no longer than ARD's list
+#   of distinct genes on that partition, so both use about as many genes), and a multinomial
+#   L2-logistic regression on that union, fitted on the training cells: the marker list used as a
+#   classifier.
 #
 # Everything is fitted on the training part only.
 
@@ -174,13 +175,16 @@ for split, (tr, te) in enumerate(splitter.split(X, y), 1):
     proba = model.predict_proba(test)
     classes = np.asarray(model.classes)
     panel = ardselect.get.ranked_genes_df(train, "ard", selected_only=True)
-    k = int(panel.groupby("class").size().median())
-    result = {"ARD-EP": (classes[proba.argmax(axis=1)], proba, classes, panel["gene"].nunique())}
+    n_ard = panel["gene"].nunique()
+    result = {"ARD-EP": (classes[proba.argmax(axis=1)], proba, classes, n_ard)}
     for method in ("logreg", "wilcoxon"):
         kwargs = {"max_iter": 1000} if method == "logreg" else {}
         sc.tl.rank_genes_groups(train, "cell_type", method=method, key_added=method, **kwargs)
-        names = pd.DataFrame(train.uns[method]["names"]).head(k)
-        genes = sorted(set(names.to_numpy().ravel()))
+        names = pd.DataFrame(train.uns[method]["names"])
+        # The largest k whose union of top-k genes per type is no longer than ARD's gene list.
+        k = max([1] + [j for j in range(1, len(names) + 1)
+                       if len(set(names.head(j).to_numpy().ravel())) <= n_ard])
+        genes = sorted(set(names.head(k).to_numpy().ravel()))
         cols_idx = expr.var_names.get_indexer(genes)
         clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
         clf.fit(X[tr][:, cols_idx], y[tr])
