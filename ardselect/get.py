@@ -77,7 +77,8 @@ def ranked_genes_df(
         precision, ``inf`` outside the model), ``entered_step`` (first path step with the gene in
         the model, ``<NA>`` if never), ``log_bf``, ``pip`` and ``p_sign`` (how sure the model is
         of the gene: log Bayes factor of the gene in against out, posterior inclusion probability,
-        probability that the weight has the sign of ``mean``; see
+        probability that the weight has the sign of ``mean``), ``z`` (signed z of the weight) and
+        ``log_bf_marginal`` (the gene alone against the intercept alone; see
         :meth:`ardselect.ARDClassifier.ranked_features`); rows by class, then rank.
     """
     df = _uns_to_table(_stored(adata, key)["ranked"])
