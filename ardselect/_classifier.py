@@ -332,12 +332,19 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         with a :class:`ConstantFeatureWarning` naming how many, keep them out silently, or raise a
         :class:`~ardselect.DataError`. Inside cross-validation folds of sparse or floored data some
         genes are constant by chance, so the default does not break scikit-learn composition.
-
-    max_samples : int, optional
-        Fit on a deterministic stratified sketch of at most this many samples (single-cell data).
-    n_jobs : int, optional
-        Binary problems (and the folds of the inner cross-validation) in parallel with joblib;
-        with a dask Client running and a dask array as ``X``, they run as tasks on it.
+    max_samples : int or None, default=None
+        Fit on a stratified *sketch* of at most this many samples when there are more: the same
+        fraction of every class, evenly spaced in input order within each class (deterministic), so
+        class frequencies are kept. ``None`` fits every sample (exact EP). For single-cell data, where
+        cells of one type are highly redundant, a sketch of a few thousand cells keeps the marker
+        genes at a fraction of the cost; the posterior is then that of the sketch (wider than with
+        every cell, never narrower). See the README, "Single-cell scale", for the measured accuracy.
+        ``sketch_`` holds the rows used.
+    n_jobs : int or None, default=None
+        Binary problems (one-vs-rest classes) and the fits of the inner cross-validation's folds
+        in parallel threads (joblib; ``None`` = 1, ``-1`` = all cores), sharing the design in
+        memory; with a dask Client running and a dask array as ``X``, they run as tasks on it.
+        Results do not depend on it.
 
     The path makes no random choice (ties between candidates go to the first feature): with the
     paper's criteria the same data give the same model whatever ``random_state``.
@@ -587,7 +594,10 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         if n_jobs != 1 and len(args) > 1:
             from joblib import Parallel, delayed
 
-            return Parallel(n_jobs=n_jobs)(delayed(fn)(*a) for a in args)
+            # Threads, not processes: the design is shared instead of copied into every worker
+            # (measured: +75 MB against +506 MB for two workers on a 6,000-cell sketch problem,
+            # and faster), and the heavy parts (BLAS, large ufuncs) release the GIL.
+            return Parallel(n_jobs=n_jobs, prefer="threads")(delayed(fn)(*a) for a in args)
         return [fn(*a) for a in args]
 
     def _fit_problems(self, problems, classes, y_idx, Phi_s, allowed, scale, client=None):
