@@ -129,3 +129,45 @@ def test_corrupted_model_is_refused():
     data["problems"][0]["cov"] = [[0.3, 0.0], [0.0, 0.2]]
     with pytest.raises(ModelError, match="outside its 1 features"):
         PortableModel(data)
+
+
+def test_portable_model_carries_the_temperatures():
+    """A model fitted with criterion="cv" predicts through its temperatures, as the estimator does."""
+    from ardselect import ARDClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(45, 12))
+    y = np.digitize(X[:, 0] - X[:, 1] + rng.normal(size=45), [-0.7, 0.7])
+    pre = Preprocessor(log="none").fit(X)
+    est = ARDClassifier(cv=3).fit(pre.transform(X), y)
+    # Temperatures that differ from 1 and between problems, so the test sees each one.
+    est.temperature_ = np.array([0.4, 0.7, 1.0])
+    est.combine_temperature_ = 0.6
+    names = [f"g{i}" for i in range(12)]
+    model = PortableModel.from_estimator(est, pre, names, list(est.classes_))
+    again = PortableModel(json.loads(model.to_json()))
+    frame = pd.DataFrame(X, columns=names)
+    np.testing.assert_allclose(again.predict_proba(frame).to_numpy(),
+                               est.predict_proba(pre.transform(X)), rtol=1e-10)
+    assert [p["temperature"] for p in again.data["problems"]] == [0.4, 0.7, 1.0]
+    assert again.data["combine_temperature"] == 0.6
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, 1.5, "hot", None])
+def test_corrupted_temperature_is_refused(bad):
+    model, _, _ = _toy_model()
+    data = json.loads(model.to_json())
+    data["problems"][0]["temperature"] = bad
+    with pytest.raises(ModelError, match="temperatures must be numbers in"):
+        PortableModel(data)
+
+
+def test_models_without_temperatures_predict_at_one():
+    """model.json files written before the temperatures existed read as temperature 1."""
+    model, _, _ = _toy_model()
+    data = json.loads(model.to_json())
+    del data["problems"][0]["temperature"], data["combine_temperature"]
+    old = PortableModel(data)
+    frame = pd.DataFrame({"a": [0.0, 4.0], "b": [1.0, 1.0], "c": [5.0, 0.0]})
+    np.testing.assert_allclose(old.predict_proba(frame).to_numpy(),
+                               model.predict_proba(frame).to_numpy())
