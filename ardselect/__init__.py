@@ -24,6 +24,7 @@ _LAZY = {
     "ARDClassifier": "._classifier",
     "ConstantFeatureWarning": "._base",
     "CRITERIA": "._criteria",
+    "PATH_CRITERIA": "._criteria",
     "RVMRegressor": "._rvm",
     "RVMClassifier": "._rvm",
     "VariationalRVMRegressor": "._variational",

@@ -601,7 +601,11 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         return [fn(*a) for a in args]
 
     def _fit_problems(self, problems, classes, y_idx, Phi_s, allowed, scale, client=None):
-        design = client.scatter(Phi_s, broadcast=True) if client and len(problems) > 1 else Phi_s
+        # hash=False: a content-hashed key would be shared with the inner-CV scatter of the same
+        # matrix, and releasing one future would lose the other's data on the workers.
+        design = Phi_s
+        if client and len(problems) > 1:
+            design = client.scatter(Phi_s, broadcast=True, hash=False)
         results = self._run_tasks(
             _fit_binary, [(self, k, classes[k], y_idx, design, allowed) for k in problems], client)
         self._fits = []
@@ -654,7 +658,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         folds = list(StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(
             np.zeros(n), y_idx))
         names = [f"screen {k}" for k in self._screen_k] + ["ard"]
-        design = client.scatter(Phi_s, broadcast=True) if client else Phi_s
+        design = client.scatter(Phi_s, broadcast=True, hash=False) if client else Phi_s
         tasks = [(self, k, classes[k], y_idx, design, allowed, tr, te)
                  for tr, te in folds for k in problems]
         results = self._run_tasks(_fold_candidates, tasks, client)

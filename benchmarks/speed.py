@@ -52,7 +52,7 @@ def engine_counts(X, y, **params):
 
     def counted(self):
         out = run(self)
-        screens.append(self.screen)
+        screens.append(getattr(self, "screen", None))  # unset when a fold path stops at once
         return out
 
     seq.SequentialPath.run = counted

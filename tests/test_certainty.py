@@ -162,10 +162,11 @@ def _unconditional_p_positive(table):
 @pytest.mark.parametrize("seed", range(5))
 def test_certainty_agrees_with_the_gibbs_sampled_rvm(seed):
     # The fully Bayesian probit RVM (Gamma hyperpriors on every precision, sampled) on 60 x 12
-    # problems with three planted genes. Measured over seeds 0-4: Spearman correlation of log_bf
-    # with the Gibbs posterior median of each prior variance 1/alpha_j 0.89-0.93; |P(w > 0)|
-    # differences (ours unconditional, as in _unconditional_p_positive) mean 0.05-0.09, max
-    # 0.13-0.20; conditional on inclusion, ours are more extreme (mean difference 0.08-0.10), as
+    # problems with three planted genes. Measured over seeds 0-4 (4 chains of 4000 draws; with
+    # 1000 the Monte Carlo noise in the medians of irrelevant genes moves rho by up to 0.1):
+    # Spearman correlation of log_bf with the Gibbs posterior median of each prior variance
+    # 1/alpha_j 0.87-0.97; |P(w > 0)| differences (ours unconditional, as in
+    # _unconditional_p_positive) mean 0.05-0.08, max 0.13-0.19; conditional on inclusion, ours are more extreme (mean difference 0.08-0.10), as
     # they should be: the Gibbs weights of irrelevant genes are shrunk towards 0.
     import warnings
 
@@ -175,15 +176,15 @@ def test_certainty_agrees_with_the_gibbs_sampled_rvm(seed):
 
     X, y = _planted(seed)
     p = X.shape[1]
-    table = ARDClassifier().fit(X, y).ranked_features().set_index("feature")
+    table = ARDClassifier(criterion="loo").fit(X, y).ranked_features().set_index("feature")
     table = table.loc[[f"x{j}" for j in range(p)]]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # R-hat notes of short chains; checked below
-        gibbs = GibbsRVMClassifier(kernel="features", n_samples=1000, n_burnin=500, n_chains=4,
+        gibbs = GibbsRVMClassifier(kernel="features", n_draws=4000, n_burnin=500, n_chains=4,
                                    random_state=seed).fit(X, y)
     assert np.nanmax(gibbs.rhat_) < 1.1
-    W = gibbs.coef_samples_[:, :, 1:].reshape(-1, p)
-    A = gibbs.alpha_samples_[:, :, 1:].reshape(-1, p)
+    W = gibbs.coef_samples_.reshape(-1, p)
+    A = gibbs.alpha_samples_.reshape(-1, p)
     p_pos = (W > 0).mean(axis=0)
     ours = _unconditional_p_positive(table).to_numpy()
     rho = spearmanr(table["log_bf"], np.median(1.0 / A, axis=0)).statistic

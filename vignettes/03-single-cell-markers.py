@@ -172,7 +172,7 @@ for split, (tr, te) in enumerate(splitter.split(X, y), 1):
     train, test = expr[tr].copy(), expr[te].copy()
     ardselect.rank_genes(train, "cell_type", key_added="ard")
     model = ardselect.get.model(train, "ard")
-    proba = model.predict_proba(test)
+    proba = model.predict_proba(test).to_numpy()  # a DataFrame (AnnData in), columns = classes
     classes = np.asarray(model.classes)
     panel = ardselect.get.ranked_genes_df(train, "ard", selected_only=True)
     n_ard = panel["gene"].nunique()
