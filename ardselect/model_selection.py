@@ -282,7 +282,7 @@ def _one_split(split, X, y, ids, train, test, methods, criteria, preprocessor):
 def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preprocessor=None,
              n_splits: int = 20, train_size=2 / 3, groups=None, sample_ids=None,
              feature_names=None, return_selection: bool = False,
-             random_state: int = 0, n_jobs: int = 1, progress=None):
+             random_state: int = 0, n_jobs: int | None = None, progress=None):
     """Score several classifiers on the same seeded train/test partitions.
 
     Parameters
@@ -306,8 +306,11 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
         Gene names for the columns of ``selection`` (default: positions).
     return_selection : bool, default=False
         Also return which genes each method used on each partition.
-    n_jobs : int, default=1
-        Partitions run in parallel with joblib; results do not depend on ``n_jobs``.
+    n_jobs : int, optional
+        Partitions run in parallel with joblib; results do not depend on ``n_jobs``. None means
+        joblib's active configuration (one process unless inside ``joblib.parallel_config``): inside
+        ``joblib.parallel_config(backend="dask")``, with a ``distributed`` Client running, the
+        partitions run as tasks on that Client (ardselect never creates one).
     progress : callable, optional
         Called with the number of partitions done after each one.
 

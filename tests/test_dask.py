@@ -3,6 +3,7 @@
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 
@@ -23,7 +24,6 @@ def _data():
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     ad = pytest.importorskip("anndata")
-    import pandas as pd
 
     X, y = _data()
     path = tmp_path_factory.mktemp("zarr") / "cells.zarr"
@@ -69,3 +69,29 @@ def test_classes_run_as_tasks_on_the_users_client(store):
             got = ARDClassifier(max_samples=100).fit(_lazy_x(path), y)
     assert got.path_.equals(ref.path_)
     np.testing.assert_array_equal(got.coef_, ref.coef_)
+
+
+@pytest.mark.slow
+def test_evaluation_partitions_run_as_tasks_on_the_users_client():
+    # model_selection.evaluate under joblib's dask backend: the partitions are tasks on the
+    # user's Client, and the results are those of the in-process run.
+    distributed = pytest.importorskip("distributed")
+    import joblib
+
+    from ardselect.model_selection import evaluate
+
+    X, y = _data()
+    X = X.toarray()
+    methods = {"ARD-EP": ARDClassifier(criterion="loo", max_steps=20)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref, ref_pred = evaluate(X, y, methods, n_splits=3, random_state=1)
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                      dashboard_address=None) as cluster, \
+                distributed.Client(cluster) as client, joblib.parallel_config(backend="dask"), \
+                distributed.get_task_stream(client) as tasks:
+            got, got_pred = evaluate(X, y, methods, n_splits=3, random_state=1)
+    assert len(tasks.data) >= 3  # the partitions (in joblib's batches) ran on the cluster
+    cols = ["split", "method", "errors", "log_loss", "genes"]
+    pd.testing.assert_frame_equal(got[cols], ref[cols])
+    pd.testing.assert_frame_equal(got_pred, ref_pred)
