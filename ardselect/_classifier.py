@@ -304,6 +304,13 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     patience : int, default=20
         The path also stops when the EP evidence has not risen by more than ``tol`` over the last
         ``patience`` steps (EP refreshes can make the sequential updates cycle; see Notes).
+    inclusion_penalty : float >= 0 or "bic", default=0.0
+        Prior log odds against a gene, in nats: the path maximises the log evidence minus this much
+        per gene in the model (an addition must gain more, a deletion gains it back). 0 is the
+        paper's type-II maximum likelihood, where a pure-noise gene enters with probability about
+        0.32 (``q^2 / s`` is then chi-square with one degree of freedom), so with many samples and
+        genes the path runs long. ``"bic"`` is ``log(n_samples) / 2`` (a BIC-like cost per gene);
+        see README, "Long paths on large dense data", for its effect on path length and accuracy.
     cv : int, default=5
         Folds of the inner cross-validation (``criterion="cv"``; fewer when the smallest class has
         fewer samples, and ``"loo"`` with a warning if it has only one).
@@ -447,7 +454,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
 
     def __init__(self, *, criterion="cv", kernel="features", gamma="scale", degree=3,
                  coef0=1.0, fit_intercept=True, init="auto", max_init="auto", max_steps=2000,
-                 tol=1e-5, alpha_min=0.1, patience=20, cv=5,
+                 tol=1e-5, alpha_min=0.1, patience=20, inclusion_penalty="bic", cv=5,
                  screen_sizes=(1, 2, 5, 10, 20, 50, 100, 200), screen_alpha=3.0,
                  random_state=0, loo_prob_scale=50.0, damping=1.0, ep_tol=1e-5,
                  ep_max_iter=200, constant_features="warn", max_samples=None, n_jobs=None):
@@ -467,6 +474,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         self.tol = tol
         self.alpha_min = alpha_min
         self.patience = patience
+        self.inclusion_penalty = inclusion_penalty
         self.loo_prob_scale = loo_prob_scale
         self.damping = damping
         self.ep_tol = ep_tol
@@ -485,6 +493,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         "random_state": ["random_state"],
         "init": [StrOptions({"auto", "relevant", "single"}), Interval(Integral, 1, None, closed="left")],
         "max_init": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left"), None],
+        "inclusion_penalty": [Interval(Real, 0, None, closed="left"), StrOptions({"bic"})],
         "loo_prob_scale": [Interval(Real, 0, None, closed="neither")],
         "damping": [Interval(Real, 0, 1, closed="right")],
         "ep_tol": [Interval(Real, 0, None, closed="neither")],
@@ -576,6 +585,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         path = SequentialPath(prob, init=init, max_steps=self.max_steps, tol=self.tol,
                               max_init=self._max_init(design.shape[0]), alpha_min=self.alpha_min,
                               patience=self.patience, progress_label=str(label),
+                              penalty=self._penalty(design.shape[0]),
                               stop=_no_loo_errors if fold else None).run()
         steps = list(path.steps)
         n_ard = len(steps)
@@ -694,6 +704,12 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         cols = ["class", "candidate", "step", "n_genes", "cv_n_genes", "cv_log_loss_raw",
                 "cv_log_loss", "temperature", "chosen"]
         self.cv_results_ = pd.DataFrame(tables)[cols]
+
+    def _penalty(self, n_samples):
+        """``inclusion_penalty`` in nats, ``"bic"`` resolved to ``log(n_samples) / 2``."""
+        if isinstance(self.inclusion_penalty, str):
+            return 0.5 * np.log(n_samples)
+        return float(self.inclusion_penalty)
 
     def _max_init(self, n_samples):
         """``max_init`` with ``"auto"`` resolved: at most one starting gene per sample, and 100."""

@@ -139,7 +139,7 @@ def score_candidates(Phi, post: LatentPosterior, b, t, *, sq_cache=None, factors
     return S, Q
 
 
-def candidate_actions(S, Q, alpha, allowed, alpha_min=0.0):
+def candidate_actions(S, Q, alpha, allowed, alpha_min=0.0, penalty=0.0):
     """Best action for every candidate and the change of the log marginal likelihood it brings.
 
     Parameters
@@ -153,12 +153,17 @@ def candidate_actions(S, Q, alpha, allowed, alpha_min=0.0):
         Lower bound on a precision. With separable classes the probit evidence keeps growing as the
         precisions of separating features go to 0, so without a bound the path would re-estimate them
         for ever with ever smaller gains. A re-estimate that would go below the bound goes to it.
+    penalty : float, default=0
+        Prior log odds against a feature (nats): the objective is the log marginal likelihood minus
+        ``penalty`` per feature in the model. Additions gain ``penalty`` less, deletions ``penalty``
+        more, and an active feature is deleted when that beats re-estimating it. With 0 (the
+        paper's type-II maximum likelihood) the actions and gains are unchanged.
 
     Returns
     -------
     action : ndarray of int, shape (m,)
     gain : ndarray of shape (m,)
-        Change of the log marginal likelihood (``-inf`` where nothing can be done).
+        Change of the objective (``-inf`` where nothing can be done).
     new_alpha : ndarray of shape (m,)
     """
     active = np.isfinite(alpha)
@@ -189,6 +194,17 @@ def candidate_actions(S, Q, alpha, allowed, alpha_min=0.0):
         # 0.5 [ Q^2 / (S - alpha) - log(1 - S/alpha) ]
         gain[de] = 0.5 * (Q[de] ** 2 / (S[de] - alpha[de]) - np.log1p(-S[de] / alpha[de]))
         action[de] = DELETE
+        if penalty > 0.0:
+            gain[add] -= penalty
+            # A relevant feature may still be worth deleting: its deletion gain (the same formula,
+            # negative when theta > 0) plus the penalty, against the re-estimate.
+            g_del = 0.5 * (Q[re] ** 2 / (S[re] - alpha[re]) - np.log1p(-S[re] / alpha[re]))
+            g_del = g_del + penalty
+            swap = g_del > gain[re]
+            idx_re = np.flatnonzero(re)
+            gain[idx_re[swap]] = g_del[swap]
+            action[idx_re[swap]] = DELETE
+            gain[de] += penalty
     new_alpha = np.where(action == DELETE, np.inf, a_opt)
     gain[~np.isfinite(gain) & (action != NONE)] = -np.inf
     return action, gain, new_alpha
@@ -242,7 +258,9 @@ class SequentialPath:
     """
 
     def __init__(self, model, *, init="single", max_steps=1000, tol=1e-4, max_init=None,
-                 alpha_min=0.0, patience=20, progress_label=None, screening=None, stop=None):
+                 alpha_min=0.0, patience=20, progress_label=None, screening=None, stop=None,
+                 penalty=0.0):
+        self.penalty = float(penalty)  # prior log odds against a feature (candidate_actions)
         self.screening = screening
         self.stop = stop  # optional: stats -> bool, end the path after a step it accepts
         self.alpha_min = float(alpha_min)
@@ -271,12 +289,17 @@ class SequentialPath:
         """
         if self.patience <= 0 or len(self.steps) <= self.patience:
             return False
-        older = self.steps[-self.patience - 1].stats.get("log_evidence")
+        older = self._objective(self.steps[-self.patience - 1])
         if older is None:
             return False
         self._best = older if self._best is None else max(self._best, older)
-        recent = max(s.stats["log_evidence"] for s in self.steps[-self.patience:])
+        recent = max(self._objective(s) for s in self.steps[-self.patience:])
         return recent <= self._best + self.tol
+
+    def _objective(self, step):
+        """The path's objective at ``step``: log evidence minus the penalty per feature."""
+        ev = step.stats.get("log_evidence")
+        return None if ev is None else ev - self.penalty * step.active.size
 
     def run(self):
         model = self.model
@@ -287,8 +310,11 @@ class SequentialPath:
         sq = _col_sq_norms_weighted(Phi, b)
         S, Q = score_candidates(Phi, empty, b, t, sq_cache=sq)
         alpha = np.full(m, np.inf)
-        action, gain, new_alpha = candidate_actions(S, Q, alpha, model.allowed, self.alpha_min)
+        action, gain, new_alpha = candidate_actions(S, Q, alpha, model.allowed, self.alpha_min,
+                                                    self.penalty)
         ok = (action == ADD) & np.isfinite(gain)
+        if self.penalty > 0.0:
+            ok &= gain > 0.0  # worth its prior odds
         warm = None
         if isinstance(self.init, np.ndarray):
             a0 = np.asarray(self.init, dtype=np.float64)
@@ -349,14 +375,15 @@ class SequentialPath:
             add_ok = model.allowed & ~no_add
 
             def rules(idx, S, Q, add_ok=add_ok, last_re=last_re):
-                act, gain, na = candidate_actions(S, Q, alpha[idx], add_ok[idx], self.alpha_min)
+                act, gain, na = candidate_actions(S, Q, alpha[idx], add_ok[idx], self.alpha_min,
+                                                  self.penalty)
                 if last_re >= 0:
                     gain[(idx == last_re) & (act == REESTIMATE)] = -np.inf
                 return act, gain, na
 
             if screen is not None:
                 j, act_j, gain_j, new_alpha_j, S_j = screen.best(post, b, t, alpha, add_ok, rules,
-                                                                 self.tol)
+                                                                 self.tol, self.penalty)
             else:
                 S, Q = full_scores(post, b, t)
                 action, gain, new_alpha = rules(np.arange(m), S, Q)
@@ -377,6 +404,9 @@ class SequentialPath:
             if act_j == ADD:
                 prev = self.steps[-1].stats.get("log_evidence")
                 new = refreshed[3].get("log_evidence")
+                if prev is not None:
+                    prev = prev - self.penalty * self.steps[-1].active.size
+                    new = new - self.penalty * active.size
                 if prev is not None and new < prev - 1e-9 * (1.0 + abs(prev)):
                     alpha[j] = old_alpha
                     no_add[j] = True

@@ -80,6 +80,12 @@ def fit(
         typer.Option("--seed", help="Seed of the inner cross-validation's folds (--criterion cv; "
                      "same seed, same output)."),
     ] = 0,
+    inclusion_penalty: Annotated[
+        str,
+        typer.Option("--inclusion-penalty", help="Prior log odds against a gene, in nats: "
+                     "'bic' (log(samples)/2, the default; keeps paths short on large data) or a "
+                     "number >= 0 (0: the paper's type-II maximum likelihood)."),
+    ] = "bic",
     out: Annotated[
         Path,
         typer.Option(
@@ -113,6 +119,7 @@ def fit(
         if show < 0:
             msg = f"--show must be 0 or more, got {show}"
             raise UsageError(msg)
+        penalty = _inclusion_penalty(inclusion_penalty)
         if write_h5ad is not None and write_h5ad.suffix != ".h5ad":
             msg = f"--write-h5ad needs a .h5ad file name, got {write_h5ad.name}"
             raise UsageError(msg)
@@ -144,7 +151,7 @@ def fit(
                 standardize=standardize,
                 symbol_key=symbol_key,
                 max_steps=max_steps,
-                estimator_params={"random_state": seed},
+                estimator_params={"random_state": seed, "inclusion_penalty": penalty},
             )
         ranked = ardselect.get.ranked_genes_df(adata)
         multi = ranked["class"].nunique() > 1
@@ -173,6 +180,20 @@ def fit(
             tx.commit()
         if not quiet:
             _fit_summary(adata, data, label_key, criterion.value, out, write_h5ad, show)
+
+
+def _inclusion_penalty(value: str):
+    """``--inclusion-penalty``: ``"bic"`` or a finite number >= 0."""
+    if value == "bic":
+        return value
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if not (number >= 0 and number < float("inf")):
+        msg = f"--inclusion-penalty must be 'bic' or a number >= 0, got {value!r}"
+        raise UsageError(msg)
+    return number
 
 
 def _rnk_files(adata):

@@ -19,15 +19,18 @@ from ardselect._anndata import _rank_core
 def binary(adata_factory):
     adata = adata_factory(n_samples=36, n_genes=24)
     adata.X[:, 5] = 42.0  # a constant gene: dropped and counted
-    # The paper's criterion: these tests check the path and certainty plumbing on a known model.
-    out = ardselect.rank_genes(adata, "label", criterion="loo", copy=True)
+    # The paper's model (criterion "loo", type-II maximum likelihood): these tests check the path
+    # and certainty plumbing on a known model.
+    out = ardselect.rank_genes(adata, "label", criterion="loo", copy=True,
+                               estimator_params={"inclusion_penalty": 0.0})
     return adata, out
 
 
 @pytest.fixture(scope="module")
 def multi(adata_factory):
     adata = adata_factory(n_samples=36, n_genes=24, n_classes=3)
-    ardselect.rank_genes(adata, "label", criterion="loo", key_added="markers")
+    ardselect.rank_genes(adata, "label", criterion="loo", key_added="markers",
+                         estimator_params={"inclusion_penalty": 0.0})
     return adata
 
 

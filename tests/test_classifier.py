@@ -184,8 +184,10 @@ def test_recovers_relevant_features_on_the_papers_setup():
     # The paper's generator (10 relevant of 200 weights from N(-0.5, 1)), with 150 training points so
     # that recovery is well determined. ARD's evidence optimum keeps the relevant genes and a few
     # irrelevant ones with small weights; the ranking (by relevance) puts the true genes on top.
+    # The paper's type-II maximum likelihood (no inclusion penalty: with "bic", 2.5 nats per gene
+    # at 150 samples, the weakest relevant genes stay out and 6 of the 10 are kept).
     X, y, Xt, yt, relevant = paper_synthetic(0, n_train=150, n_test=2000)
-    clf = ARDClassifier(criterion="evidence").fit(X, y)
+    clf = ARDClassifier(criterion="evidence", inclusion_penalty=0.0).fit(X, y)
     chosen = set(np.flatnonzero(clf.get_support()).tolist())
     assert len(chosen & relevant) >= 8
     top = clf.ranked_features()["feature"].head(10).str[1:].astype(int)
@@ -323,10 +325,11 @@ def test_auto_starting_model_has_at_most_one_gene_per_sample():
     rng = np.random.default_rng(4)
     X = rng.normal(size=(30, 400))
     y = (X[:, :40].sum(axis=1) > 0).astype(int)  # many individually relevant genes
-    auto = ARDClassifier().fit(X, y)
+    # Without an inclusion penalty every individually relevant gene qualifies for the start.
+    auto = ARDClassifier(inclusion_penalty=0.0).fit(X, y)
     start = auto.path_.loc[auto.path_["step"] == 0, "n_basis"].item()
     assert 10 < start <= 30
-    wide = ARDClassifier(max_init=100).fit(X, y)
+    wide = ARDClassifier(max_init=100, inclusion_penalty=0.0).fit(X, y)
     assert wide.path_.loc[wide.path_["step"] == 0, "n_basis"].item() > 30
 
 
@@ -369,3 +372,38 @@ def test_n_jobs_gives_the_same_multiclass_fit():
     b = ARDClassifier(n_jobs=2).fit(X, y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     assert a.path_.equals(b.path_)
+
+
+def test_inclusion_penalty_ends_the_long_paths_of_many_samples():
+    # Dense data with many more samples than informative genes: under type-II maximum likelihood
+    # pure-noise genes keep entering (q^2 > s by chance, p ~ 0.32) and the path runs on; with the
+    # "bic" penalty (log(n)/2 nats per gene) it stops after a few dozen steps, keeping the
+    # informative genes and few others.
+    rng = np.random.default_rng(0)
+    n, p = 400, 200
+    X = rng.normal(size=(n, p))
+    w = np.zeros(p)
+    w[:10] = rng.normal(size=10)
+    y = (X @ w + rng.normal(size=n) > 0).astype(int)
+    from sklearn.exceptions import ConvergenceWarning
+
+    with pytest.warns(ConvergenceWarning, match="max_steps=300"):  # runs to the cap
+        plain = ARDClassifier(criterion="loo", inclusion_penalty=0.0, max_steps=300).fit(X, y)
+    bic = ARDClassifier(criterion="loo", max_steps=300).fit(X, y)  # no warning: it converges
+    assert bic.inclusion_penalty == "bic"  # the default
+    assert bic._penalty(n) == pytest.approx(0.5 * np.log(n))
+    assert len(plain.path_) == 301
+    assert len(bic.path_) < 60
+    kept = np.flatnonzero(bic.get_support())
+    assert set(np.flatnonzero(np.abs(w) > 0.3)) <= set(kept)
+    assert kept.size <= 15
+    # The path ends at a local optimum of log evidence - penalty * genes: no single action gains
+    # (the engine's gains are checked against direct evaluation in test_sequential).
+    assert bic._fits[0].converged
+
+
+@pytest.mark.parametrize("bad", [-1.0, "aic", None])
+def test_inclusion_penalty_out_of_range_is_refused(bad):
+    X, y = two_gene_data(3)
+    with pytest.raises(ValueError, match="inclusion_penalty"):
+        ARDClassifier(inclusion_penalty=bad).fit(X, y)

@@ -861,3 +861,16 @@ def test_write_h5ad_keeps_odd_class_names(expression, tmp_path):
     steps = ardselect.get.chosen_steps(back)
     assert set(steps) == set(names.values())
     assert steps == json.loads((tmp_path / "r" / "model.json").read_text())["chosen_step"]
+
+
+def test_inclusion_penalty_option(data, tmp_path):
+    for value, expected in (("0", 0.0), ("bic", "bic")):
+        result = run("fit", data / "train.csv", "--inclusion-penalty", value, "-o",
+                     tmp_path / value, "-q", "--write-h5ad", tmp_path / f"{value}.h5ad")
+        assert result.exit_code == 0, result.stderr
+        params = ad.read_h5ad(tmp_path / f"{value}.h5ad").uns["ardselect"]["params"]
+        assert params["estimator_params"]["inclusion_penalty"] == expected
+    for bad in ("-1", "aic", "inf"):
+        result = run("fit", data / "train.csv", "--inclusion-penalty", bad, "-o", tmp_path / "x")
+        assert_one_line_error(result, 2, r"--inclusion-penalty must be 'bic' or a number >= 0")
+        assert not (tmp_path / "x").exists()

@@ -60,8 +60,8 @@ class _CheckedScreen(CandidateScreen):
 
     n_checked = 0
 
-    def best(self, post, b, t, alpha, add_ok, rules, tol):
-        out = super().best(post, b, t, alpha, add_ok, rules, tol)
+    def best(self, post, b, t, alpha, add_ok, rules, tol, penalty=0.0):
+        out = super().best(post, b, t, alpha, add_ok, rules, tol, penalty)
         S, Q = seq.score_candidates(self.Phi, post, b, t)
         # The bounds hold for every feature (up to rounding far below the margins).
         assert np.all(self.S_lb <= S + 1e-9 * (1.0 + np.abs(S)))
@@ -77,8 +77,8 @@ class _CheckedScreen(CandidateScreen):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize("alpha_min", [1e-2, 1.0])
-def test_screened_steps_are_the_exhaustive_steps(monkeypatch, seed, alpha_min):
+@pytest.mark.parametrize(("alpha_min", "penalty"), [(1e-2, 0.0), (1.0, 0.0), (0.1, 2.0)])
+def test_screened_steps_are_the_exhaustive_steps(monkeypatch, seed, alpha_min, penalty):
     monkeypatch.setattr(seq, "CandidateScreen", _CheckedScreen)
     monkeypatch.setattr(seq, "SCREEN_MIN_FEATURES", 0)
     _CheckedScreen.n_checked = 0
@@ -86,7 +86,8 @@ def test_screened_steps_are_the_exhaustive_steps(monkeypatch, seed, alpha_min):
     n, m = 30, 300
     X = rng.normal(size=(n, m)) * rng.uniform(0.2, 5, size=m)
     y = (X[:, 0] / X[:, 0].std() - X[:, 1] / X[:, 1].std() + 0.5 * rng.normal(size=n) > 0)
-    ARDClassifier(alpha_min=alpha_min, max_init=10).fit(X, y.astype(int))
+    ARDClassifier(alpha_min=alpha_min, max_init=10, inclusion_penalty=penalty,
+                  criterion="loo").fit(X, y.astype(int))
     assert _CheckedScreen.n_checked > 10
 
 
