@@ -306,7 +306,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         ``patience`` steps (EP refreshes can make the sequential updates cycle; see Notes).
     inclusion_penalty : float >= 0 or "bic", default=0.0
         Prior log odds against a gene, in nats: the path maximises the log evidence minus this much
-        per gene in the model (an addition must gain more, a deletion gains it back). 0 is the
+        per gene in the model (an addition must gain more, a deletion gains it back; the intercept
+        is not a gene and is free). 0 is the
         paper's type-II maximum likelihood, where a pure-noise gene enters with probability about
         0.32 (``q^2 / s`` is then chi-square with one degree of freedom), so with many samples and
         genes the path runs long. ``"bic"`` is ``log(n_samples) / 2`` (a BIC-like cost per gene);
@@ -585,7 +586,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         path = SequentialPath(prob, init=init, max_steps=self.max_steps, tol=self.tol,
                               max_init=self._max_init(design.shape[0]), alpha_min=self.alpha_min,
                               patience=self.patience, progress_label=str(label),
-                              penalty=self._penalty(design.shape[0]),
+                              penalty=self._penalty(design.shape[0], design.shape[1]),
                               stop=_no_loo_errors if fold else None).run()
         steps = list(path.steps)
         n_ard = len(steps)
@@ -705,11 +706,19 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                 "cv_log_loss", "temperature", "chosen"]
         self.cv_results_ = pd.DataFrame(tables)[cols]
 
-    def _penalty(self, n_samples):
-        """``inclusion_penalty`` in nats, ``"bic"`` resolved to ``log(n_samples) / 2``."""
-        if isinstance(self.inclusion_penalty, str):
-            return 0.5 * np.log(n_samples)
-        return float(self.inclusion_penalty)
+    def _penalty(self, n_samples, n_columns=None):
+        """``inclusion_penalty`` in nats (``"bic"``: ``log(n_samples) / 2``).
+
+        With ``n_columns``, one value per design column, 0 for the intercept (the prior is on genes).
+        """
+        c = (0.5 * np.log(n_samples) if isinstance(self.inclusion_penalty, str)
+             else float(self.inclusion_penalty))
+        if n_columns is None or c == 0.0:
+            return c
+        per = np.full(n_columns, c)
+        if self._icol >= 0:
+            per[self._icol] = 0.0
+        return per
 
     def _max_init(self, n_samples):
         """``max_init`` with ``"auto"`` resolved: at most one starting gene per sample, and 100."""

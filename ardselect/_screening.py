@@ -193,8 +193,9 @@ class CandidateScreen:
         ``candidate_actions`` (with the path's exclusions) to the features ``idx``. ``add_ok`` marks
         the features that may be added. The result is the exhaustive argmax (ties to the lowest
         index): every feature left out provably has a smaller gain than the one returned, or than
-        ``tol`` when nothing beats ``tol``. ``penalty`` is the one ``rules`` subtracts from every
-        addition's gain (``candidate_actions``), so the bound on raw gains is raised by it.
+        ``tol`` when nothing beats ``tol``. ``penalty`` (a float or one per feature) is what
+        ``rules`` subtracts from an addition's gain (``candidate_actions``), so the bound on raw
+        gains is raised by its smallest value over the candidates.
         """
         if post is self._post:
             Q = self._Q  # same state (an addition was undone): the bounds still hold there
@@ -214,7 +215,9 @@ class CandidateScreen:
             jA = int(np.argmax(gain_A)) if active.size else -1
             g_best = float(gain_A[jA]) if active.size else -np.inf
             # Threshold on r = Q^2 / S, shrunk a little for rounding in Q and in the threshold.
-            r_thr = add_gain_threshold(max(g_best, tol) + penalty)
+            pen = np.asarray(penalty, dtype=np.float64)
+            c_min = float(pen.min()) if pen.ndim else float(pen)
+            r_thr = add_gain_threshold(max(g_best, tol) + c_min)
             r_thr = 1.0 + (r_thr - 1.0) * (1.0 - 1e-6)
             # r_ub >= r_thr  <=>  Q^2 >= r_thr S_lb (also true where the bound is <= 0).
             maybe = Q * Q
@@ -231,7 +234,8 @@ class CandidateScreen:
                     with np.errstate(divide="ignore", invalid="ignore"):
                         r = Q_J * Q_J / S_J
                         gain_J = np.where((Q_J * Q_J - S_J > 0) & np.isfinite(r),
-                                          0.5 * (r - 1.0 - np.log(r)) - penalty, -np.inf)
+                                          0.5 * (r - 1.0 - np.log(r))
+                                          - (pen[J] if pen.ndim else pen), -np.inf)
                     k = int(np.argmax(gain_J))
                     g = float(gain_J[k])
                     if best is None or g > g_best or (g == g_best and J[k] < best[0]):

@@ -153,9 +153,9 @@ def candidate_actions(S, Q, alpha, allowed, alpha_min=0.0, penalty=0.0):
         Lower bound on a precision. With separable classes the probit evidence keeps growing as the
         precisions of separating features go to 0, so without a bound the path would re-estimate them
         for ever with ever smaller gains. A re-estimate that would go below the bound goes to it.
-    penalty : float, default=0
+    penalty : float or ndarray of shape (m,), default=0
         Prior log odds against a feature (nats): the objective is the log marginal likelihood minus
-        ``penalty`` per feature in the model. Additions gain ``penalty`` less, deletions ``penalty``
+        ``penalty`` per feature in the model (per-feature values: e.g. 0 for an intercept). Additions gain ``penalty`` less, deletions ``penalty``
         more, and an active feature is deleted when that beats re-estimating it. With 0 (the
         paper's type-II maximum likelihood) the actions and gains are unchanged.
 
@@ -194,17 +194,18 @@ def candidate_actions(S, Q, alpha, allowed, alpha_min=0.0, penalty=0.0):
         # 0.5 [ Q^2 / (S - alpha) - log(1 - S/alpha) ]
         gain[de] = 0.5 * (Q[de] ** 2 / (S[de] - alpha[de]) - np.log1p(-S[de] / alpha[de]))
         action[de] = DELETE
-        if penalty > 0.0:
-            gain[add] -= penalty
+        if np.any(penalty):
+            c = np.broadcast_to(np.asarray(penalty, dtype=np.float64), S.shape)
+            gain[add] -= c[add]
             # A relevant feature may still be worth deleting: its deletion gain (the same formula,
             # negative when theta > 0) plus the penalty, against the re-estimate.
             g_del = 0.5 * (Q[re] ** 2 / (S[re] - alpha[re]) - np.log1p(-S[re] / alpha[re]))
-            g_del = g_del + penalty
+            g_del = g_del + c[re]
             swap = g_del > gain[re]
             idx_re = np.flatnonzero(re)
             gain[idx_re[swap]] = g_del[swap]
             action[idx_re[swap]] = DELETE
-            gain[de] += penalty
+            gain[de] += c[de]
     new_alpha = np.where(action == DELETE, np.inf, a_opt)
     gain[~np.isfinite(gain) & (action != NONE)] = -np.inf
     return action, gain, new_alpha
@@ -260,7 +261,8 @@ class SequentialPath:
     def __init__(self, model, *, init="single", max_steps=1000, tol=1e-4, max_init=None,
                  alpha_min=0.0, patience=20, progress_label=None, screening=None, stop=None,
                  penalty=0.0):
-        self.penalty = float(penalty)  # prior log odds against a feature (candidate_actions)
+        # Prior log odds against a feature (candidate_actions): a float, or one per feature.
+        self.penalty = np.asarray(penalty, dtype=np.float64)
         self.screening = screening
         self.stop = stop  # optional: stats -> bool, end the path after a step it accepts
         self.alpha_min = float(alpha_min)
@@ -299,7 +301,13 @@ class SequentialPath:
     def _objective(self, step):
         """The path's objective at ``step``: log evidence minus the penalty per feature."""
         ev = step.stats.get("log_evidence")
-        return None if ev is None else ev - self.penalty * step.active.size
+        return None if ev is None else ev - self._cost(step.active)
+
+    def _cost(self, active):
+        """The penalty of the features ``active``: ``sum(penalty[active])``."""
+        if self.penalty.ndim == 0:
+            return float(self.penalty) * active.size
+        return float(self.penalty[active].sum())
 
     def run(self):
         model = self.model
@@ -313,7 +321,7 @@ class SequentialPath:
         action, gain, new_alpha = candidate_actions(S, Q, alpha, model.allowed, self.alpha_min,
                                                     self.penalty)
         ok = (action == ADD) & np.isfinite(gain)
-        if self.penalty > 0.0:
+        if np.any(self.penalty):
             ok &= gain > 0.0  # worth its prior odds
         warm = None
         if isinstance(self.init, np.ndarray):
@@ -375,8 +383,9 @@ class SequentialPath:
             add_ok = model.allowed & ~no_add
 
             def rules(idx, S, Q, add_ok=add_ok, last_re=last_re):
+                pen = self.penalty if self.penalty.ndim == 0 else self.penalty[idx]
                 act, gain, na = candidate_actions(S, Q, alpha[idx], add_ok[idx], self.alpha_min,
-                                                  self.penalty)
+                                                  pen)
                 if last_re >= 0:
                     gain[(idx == last_re) & (act == REESTIMATE)] = -np.inf
                 return act, gain, na
@@ -405,8 +414,8 @@ class SequentialPath:
                 prev = self.steps[-1].stats.get("log_evidence")
                 new = refreshed[3].get("log_evidence")
                 if prev is not None:
-                    prev = prev - self.penalty * self.steps[-1].active.size
-                    new = new - self.penalty * active.size
+                    prev = prev - self._cost(self.steps[-1].active)
+                    new = new - self._cost(active)
                 if prev is not None and new < prev - 1e-9 * (1.0 + abs(prev)):
                     alpha[j] = old_alpha
                     no_add[j] = True

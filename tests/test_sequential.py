@@ -141,20 +141,22 @@ def test_sparse_sample_route_in_blocks_matches_dense(monkeypatch):
     np.testing.assert_allclose(Q_s, Q, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("penalty", [0.5, 3.0])
+@pytest.mark.parametrize("penalty", [0.5, 3.0, np.r_[0.0, 0.0, np.full(23, 2.0)]])
 def test_penalized_gains_are_the_direct_change_of_evidence_minus_penalty(penalty):
     # The objective is log ML - penalty * |model|. For every feature, the action and gain are
     # checked against a brute-force search: an inactive feature's best alpha (1-D search of the
-    # direct log ML) against staying out; an active one's best alpha against deleting it.
+    # direct log ML) against staying out; an active one's best alpha against deleting it. A
+    # per-feature penalty (0 for some features, as for an intercept) is checked the same way.
     Phi, b, t, alpha = _problem(9, 30, 25, 6)
     act = np.flatnonzero(np.isfinite(alpha))
     post = latent_posterior(Phi[:, act], alpha[act], b, b * t)
     S, Q = score_candidates(Phi, post, b, t)
     action, gain, new_alpha = candidate_actions(S, Q, alpha, np.ones(25, bool), penalty=penalty)
-    base = _lml(Phi, alpha, b, t) - penalty * act.size
+    c = np.broadcast_to(penalty, (25,))
+    base = _lml(Phi, alpha, b, t) - c[act].sum()
 
     def objective(a):
-        return _lml(Phi, a, b, t) - penalty * np.isfinite(a).sum()
+        return _lml(Phi, a, b, t) - c[np.isfinite(a)].sum()
 
     seen = set()
     for j in range(25):
