@@ -143,3 +143,28 @@ def test_figures_ask_for_the_plot_extra_without_matplotlib(monkeypatch):
                           "loo_prob_error": [0.2], "n_features": [1], "chosen": [True]})
     with pytest.raises(ImportError, match=r"pip install 'ardselect\[plot\]'"):
         pl.path(table)
+
+
+def test_screened_models_are_markers_apart_from_the_path():
+    # criterion="cv" records its screened models after the ARD steps; they are not path steps, so
+    # the path's curve stops before them and they are drawn as unjoined markers.
+    path_table = pd.DataFrame(
+        {
+            "class": ["b"] * 6,
+            "step": [0, 1, 2, 3, 4, 5],
+            "action": ["init", "add", "delete", "screen", "screen", "screen"],
+            "log_evidence": [-9.0, -8.0, -7.5, -12.0, -10.0, -11.0],
+            "loo_error": [0.2, 0.1, 0.1, 0.2, 0.1, 0.1],
+            "loo_prob_error": [0.21, 0.12, 0.1, 0.2, 0.1, 0.1],
+            "n_features": [1, 2, 1, 1, 5, 10],
+            "chosen": [False, False, False, False, True, False],
+        }
+    )
+    fig = pl.path(path_table)
+    lines = fig.axes[0].get_lines()
+    curve = [ln for ln in lines if ln.get_linestyle() == "-" and ln.get_marker() in ("None", "")]
+    marks = [ln for ln in lines if ln.get_marker() == "s"]
+    assert [list(ln.get_xdata()) for ln in curve] == [[0, 1, 2]]
+    assert [list(ln.get_xdata()) for ln in marks] == [[3, 4, 5]]
+    assert marks[0].get_linestyle() == "None"
+    assert "screened models" in fig.axes[-1].get_xlabel()
