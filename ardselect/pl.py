@@ -146,6 +146,25 @@ def path(path_table: pd.DataFrame, *, title: str | None = None, fig=None):
     return fig
 
 
+def _per_class(ranked: pd.DataFrame):
+    """``(table, name_col, classes)`` for the per-class panels of a ranked table.
+
+    ``table`` is a copy with a ``class`` column (``""`` for a binary table), ``name_col`` the gene
+    name column (``gene`` or ``feature``), ``classes`` the first 12 classes in table order.
+    """
+    table = ranked.copy()
+    if "class" not in table:
+        table["class"] = ""
+    name_col = "gene" if "gene" in table else "feature"
+    return table, name_col, list(dict.fromkeys(table["class"].astype(str)))[:12]
+
+
+def _grid(n_panels: int):
+    """``(ncol, nrow)``: at most 3 panels per row."""
+    ncol = min(n_panels, 3)
+    return ncol, -(-n_panels // ncol)
+
+
 def _short(text: str, width: int) -> str:
     """``text`` cut to at most ``width`` characters at a word boundary, with an ellipsis."""
     text = " ".join(str(text).split())
@@ -169,16 +188,11 @@ def weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fi
     require_matplotlib()
     from matplotlib.figure import Figure
 
-    table = ranked.copy()
-    if "class" not in table:
-        table["class"] = ""
-    name_col = "gene" if "gene" in table else "feature"
-    classes = list(dict.fromkeys(table["class"].astype(str)))[:12]
+    table, name_col, classes = _per_class(ranked)
     n_rows = [min(int(table.loc[(table["class"].astype(str) == c) & table["selected"]].shape[0]),
                   top) for c in classes]
     height = max(2.5, 0.22 * max(n_rows + [1]) + 1.2)
-    ncol = min(len(classes), 3)
-    nrow = -(-len(classes) // ncol)
+    ncol, nrow = _grid(len(classes))
     if fig is None:
         # Constrained layout sizes the margins to the tick labels and the titles, so labels are
         # never cut at the figure's edge and the figure title never overlaps a panel title.
@@ -256,15 +270,10 @@ def certainty(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, 
     require_matplotlib()
     from matplotlib.figure import Figure
 
-    table = ranked.copy()
-    if "class" not in table:
-        table["class"] = ""
-    name_col = "gene" if "gene" in table else "feature"
-    classes = list(dict.fromkeys(table["class"].astype(str)))[:12]
+    table, name_col, classes = _per_class(ranked)
     counts = [min(int((table["class"].astype(str) == c).sum()), top) for c in classes]
     height = max(2.5, 0.22 * max(counts + [1]) + 1.3)
-    ncol = min(len(classes), 3)
-    nrow = -(-len(classes) // ncol)
+    ncol, nrow = _grid(len(classes))
     if fig is None:
         fig = Figure(figsize=(5.2 * ncol, height * nrow))
     axes = np.atleast_1d(fig.subplots(nrow, ncol, squeeze=False)).ravel()

@@ -27,7 +27,8 @@ def test_no_vignette_missing_or_untested():
 def test_vignette_runs_quick(name, tmp_path, request):
     env = dict(os.environ, ARDSELECT_QUICK="1", ARDSELECT_VIGNETTE_OUT=str(tmp_path / "out"),
                MPLBACKEND="Agg")
-    if name.startswith(("02-", "03-")):  # pbmc68k_reduced is not bundled: skips without shared/
+    if name.startswith("02-"):  # pbmc68k_reduced is not bundled: 02 skips without shared/ (03
+        # reads it with scanpy's loader)
         shared = request.getfixturevalue("shared_data")
         env["ARDSELECT_PBMC"] = str(shared / "pbmc68k_reduced" / "pbmc68k_reduced.h5ad")
     proc = subprocess.run([sys.executable, str(VIGNETTES / name)], cwd=tmp_path, env=env,

@@ -23,18 +23,16 @@
 #
 # **The data.** `pbmc68k_reduced` (700 cells, 765 genes, a subsample of 10x Genomics' 68k PBMCs,
 # Zheng et al. 2017, *Nat. Commun.* 8:14049; shipped with scanpy) with bulk-sorted cell types in
-# `obs["bulk_labels"]`. It is read from `../shared/data` beside the repository, `$ARDSELECT_PBMC`,
-# or the path given as first argument; the vignette stops with a message when none exists.
+# `obs["bulk_labels"]`, read with scanpy's own loader (`sc.datasets.pbmc68k_reduced()`: the file
+# ships inside the scanpy package, no download).
 # `ARDSELECT_QUICK=1` (what CI runs) keeps three well-separated types and one partition. Figures go
 # to `$ARDSELECT_VIGNETTE_OUT` (default `./vignette_output`).
 
 # %%
 import os
-import sys
 import warnings
 from pathlib import Path
 
-import anndata as ad
 import numpy as np
 import pandas as pd
 
@@ -46,30 +44,12 @@ OUT.mkdir(parents=True, exist_ok=True)
 pd.set_option("display.width", 120)
 warnings.filterwarnings("ignore", category=FutureWarning)  # scanpy / anndata deprecation notes
 
-
-def find_pbmc():
-    candidates = [a for a in sys.argv[1:2] if a.endswith(".h5ad")]
-    candidates.append(os.environ.get("ARDSELECT_PBMC", ""))
-    here = Path(globals().get("__file__", Path.cwd() / "vignettes" / "x.py")).resolve()
-    candidates.append(here.parents[1].parent / "shared/data/pbmc68k_reduced/pbmc68k_reduced.h5ad")
-    for c in candidates:
-        if c and Path(c).is_file():
-            return Path(c)
-    return None
-
-
-path = find_pbmc()
-if path is None:
-    print("pbmc68k_reduced.h5ad not found (give its path as argument or in $ARDSELECT_PBMC); "
-          "skipping this vignette.")
-    sys.exit(0)
-
 import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import scanpy as sc  # noqa: E402
 
-adata = ad.read_h5ad(path)
+adata = sc.datasets.pbmc68k_reduced()
 if QUICK:
     adata = adata[adata.obs["bulk_labels"].isin(["CD19+ B", "CD14+ Monocyte", "CD56+ NK"])].copy()
 adata.obs["cell_type"] = pd.Categorical(adata.obs["bulk_labels"].astype(str))
