@@ -132,17 +132,29 @@ class _LocalDask:
 def stratified_sketch(codes, max_samples):
     """Rows of a deterministic stratified sketch: the same fraction of every class, evenly spaced.
 
-    ``codes`` are integer class codes ``(n,)``. Each class keeps ``round(n_c * max_samples / n)``
-    rows (at least one, at most ``n_c``), at evenly spaced positions of its rows in input order.
-    Returns sorted row indices.
+    ``codes`` are integer class codes ``(n,)``. The ``max_samples`` rows are shared out in
+    proportion to the class sizes by largest remainders (so they add up to ``max_samples``, never
+    more, unless there are more classes than that), with at least one row per class; each class's rows are evenly spaced over its rows in
+    input order. Returns sorted row indices.
+
+    Examples
+    --------
+    >>> stratified_sketch(np.array([0] * 71 + [1] * 76 + [2] * 93), 100).size
+    100
     """
     codes = np.asarray(codes)
-    n = codes.shape[0]
-    rows = []
-    for c in np.unique(codes):
-        idx = np.flatnonzero(codes == c)
-        k = int(min(idx.size, max(1, round(idx.size * max_samples / n))))
-        rows.append(idx[np.unique(np.linspace(0, idx.size - 1, k).round().astype(int))])
+    labels, sizes = np.unique(codes, return_counts=True)
+    quota = sizes * (max_samples / codes.shape[0])
+    k = np.floor(quota).astype(int)
+    spare = int(max_samples) - int(k.sum())
+    if spare > 0:  # largest remainders first, ties to the larger class
+        k[np.lexsort((-sizes, -(quota - k)))[:spare]] += 1
+    k = np.maximum(k, 1)
+    while k.sum() > max_samples and (k > 1).any():  # the ones given to small classes come back
+        over = np.where(k > 1, k - quota, -np.inf)  # from the most over-served classes
+        k[np.argmax(over)] -= 1
+    rows = [np.flatnonzero(codes == c)[np.unique(np.linspace(0, size - 1, kc).round().astype(int))]
+            for c, size, kc in zip(labels, sizes, k, strict=True)]
     return np.sort(np.concatenate(rows))
 
 

@@ -352,6 +352,27 @@ def test_stratified_sketch_keeps_class_fractions():
     assert np.bincount(codes[stratified_sketch(codes, 5)]).min() >= 1
 
 
+def test_stratified_sketch_never_exceeds_max_samples():
+    # Rounding every class's share up could give 101 rows for max_samples=100 (71/76/93 cells
+    # gave 101 before); largest remainders give exactly max_samples, each class within one row of
+    # its share, and at least one row per class.
+    from ardselect._classifier import stratified_sketch
+
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        k = int(rng.integers(2, 12))
+        n = int(rng.integers(k, 3000))
+        codes = np.concatenate([np.arange(k), rng.integers(0, k, n - k)])
+        m = int(rng.integers(k, n + 1))
+        rows = stratified_sketch(codes, m)
+        counts = np.bincount(codes[rows], minlength=k)
+        assert rows.size == m
+        assert np.unique(rows).size == m
+        assert counts.min() >= 1
+        share = np.bincount(codes, minlength=k) * m / n
+        assert np.all((np.abs(counts - share) < 1) | (share < 1))
+
+
 def test_max_samples_fits_the_sketch_and_predicts_everything():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 40))
