@@ -7,6 +7,7 @@ out of and writes them into an AnnData, scanpy style.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import re
 import warnings
@@ -17,6 +18,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from ._lazy import is_dask, reduce_rows
 from ._validation import check_class_labels, check_unique_names
 from ._version import __version__
 from .exceptions import DataError, LabelError
@@ -419,7 +421,8 @@ def rank_genes(
         * ``uns[key]``: ``params`` (every argument and the ardselect version), ``classes``
           (str array), ``problems`` (str array: the class of each binary problem), ``positive`` (str),
           ``chosen_step`` (int array aligned with ``problems``; :func:`ardselect.get.chosen_steps`
-          gives a dict), ``ranked`` and
+          gives a dict), ``n_fit_samples`` (the samples the model was fitted on: every one, or
+          the stratified sketch of ``estimator_params["max_samples"]``), ``ranked`` and
           ``path`` (tables as dicts of columns; read them with
           :func:`ardselect.get.ranked_genes_df` and :func:`ardselect.get.path_df`),
           ``preprocessing`` (what was applied, including ``n_dropped`` constant genes) and
@@ -511,7 +514,7 @@ def rank_genes(
     if X is None:
         msg = "the AnnData object has no expression matrix X"
         raise DataError(msg)
-    if not (sp.issparse(X) or isinstance(X, np.ndarray)):
+    if not (sp.issparse(X) or isinstance(X, np.ndarray) or is_dask(X)):
         X = X[...] if hasattr(X, "shape") else np.asarray(X)  # backed / h5py datasets
     skey = _find_symbols(adata.var, symbol_key)
     descriptions = adata.var[skey].to_numpy() if skey is not None else None
@@ -562,12 +565,33 @@ def _log_fold_changes(X, labels, pre: Preprocessor, *, log1p_base=None) -> dict:
     convention: natural log unless ``uns['log1p']['base']`` says otherwise), and on
     ``log1p`` of the input (after ``floor`` / ``cap``) when ardselect took the log (counts or
     intensities). When that log-scale matrix has negative values (z-scores, log-ratios) the
-    formula means nothing and every fold change is NaN.
+    formula means nothing and every fold change is NaN. A dask ``X`` is summed chunk by chunk
+    (one pass over the store).
     """
-    base = None
+    uniq, codes = np.unique(labels, return_inverse=True)
+    fn = functools.partial(_class_sums, pre, codes, uniq.size)
+    sums, counts, lowest = reduce_rows(X, fn, _add_sums) if is_dask(X) else fn(X, 0)
+    base = log1p_base if pre.log_ == "none" else None
+
+    def expm1(v):
+        return np.expm1(v) if base is None else np.expm1(v * np.log(base))
+
+    total, n = sums.sum(axis=0), counts.sum()
+    out = {}
+    for k, c in enumerate(uniq):
+        if lowest < 0 or counts[k] == n:
+            out[c] = np.full(X.shape[1], np.nan)
+            continue
+        m_in = sums[k] / counts[k]
+        m_out = (total - sums[k]) / (n - counts[k])
+        out[c] = np.log2((expm1(m_in) + 1e-9) / (expm1(m_out) + 1e-9))
+    return out
+
+
+def _class_sums(pre: Preprocessor, codes, n_classes, X, start):
+    """Per-class sums of the log-scale rows ``X`` (labels ``codes[start:]``), counts, minimum."""
     if pre.log_ == "none":
         L = X
-        base = log1p_base
     else:
         L = pre._clip(X, pre.floor, pre.cap)
         if sp.issparse(L):
@@ -576,21 +600,17 @@ def _log_fold_changes(X, labels, pre: Preprocessor, *, log1p_base=None) -> dict:
         else:
             L = np.log1p(np.asarray(L, dtype=np.float64))
     values = L.data if sp.issparse(L) else np.asarray(L)
-    negative = values.size and float(np.min(values)) < 0
+    lowest = float(np.min(values)) if values.size else 0.0
+    rows = codes[start:start + X.shape[0]]
+    onehot = sp.csr_matrix((np.ones(rows.size), (rows, np.arange(rows.size))),
+                           shape=(n_classes, rows.size))
+    sums = onehot @ L
+    sums = sums.toarray() if sp.issparse(sums) else np.asarray(sums)
+    return sums, np.bincount(rows, minlength=n_classes), lowest
 
-    def expm1(v):
-        return np.expm1(v) if base is None else np.expm1(v * np.log(base))
 
-    out = {}
-    for c in np.unique(labels):
-        inside = labels == c
-        if negative or inside.all():
-            out[c] = np.full(X.shape[1], np.nan)
-            continue
-        m_in = np.asarray(L[inside].mean(axis=0), dtype=np.float64).ravel()
-        m_out = np.asarray(L[~inside].mean(axis=0), dtype=np.float64).ravel()
-        out[c] = np.log2((expm1(m_in) + 1e-9) / (expm1(m_out) + 1e-9))
-    return out
+def _add_sums(a, b):
+    return a[0] + b[0], a[1] + b[1], min(a[2], b[2])
 
 
 def _scanpy_record(result: RankResult, var_names, lfc: Mapping) -> dict:
@@ -690,6 +710,9 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
         "chosen_step": np.array([int(result.chosen_step[p]) for p in problems], dtype=np.int64),
         "ranked": _table_to_uns(ranked),
         "path": _table_to_uns(result.path),
+        # Samples the model was fitted on: all of them, or the stratified sketch (max_samples).
+        "n_fit_samples": int(adata.n_obs if getattr(result.estimator, "sketch_", None) is None
+                             else len(result.estimator.sketch_)),
         "preprocessing": {
             "log": pre.log_,
             "description": pre.describe(),

@@ -9,6 +9,7 @@ transformer, so they go inside a :class:`~sklearn.pipeline.Pipeline` or
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from numbers import Real
@@ -19,6 +20,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._lazy import combine_moments, is_dask, moments, reduce_rows
 from ._validation import check_design, constant_columns
 from .exceptions import DataError
 
@@ -88,7 +90,11 @@ def auto_log(X) -> tuple[str, str]:
     >>> auto_log(np.hstack([counts, code]))
     ('log2', '5 of 6 genes are integer-valued: counts')
     """
-    lo, hi, integer = _gene_stats(X)
+    return _auto_decision(*_gene_stats(X))
+
+
+def _auto_decision(lo, hi, integer) -> tuple[str, str]:
+    """:func:`auto_log` from the per-gene minimum, maximum and integer flags."""
     n = lo.size
     negative = lo < 0
     if negative.sum() > AUTO_NEGATIVE_GENES * n:
@@ -244,24 +250,16 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         self._check_params()
         if isinstance(X, pd.DataFrame):
             feature_names = X.columns
+        if is_dask(X):
+            return self._fit_lazy(X, feature_names)
         X = check_design(X, estimator_name="Preprocessor")
-        self.n_features_in_ = X.shape[1]
-        if feature_names is not None:
-            names = np.asarray([str(n) for n in feature_names], dtype=object)
-            if names.shape[0] != X.shape[1]:
-                msg = f"{names.shape[0]} feature names for {X.shape[1]} columns"
-                raise DataError(msg)
-            self.feature_names_in_ = names
-        if self.pseudocount is None:
-            self.pseudocount_ = 0.0 if (self.floor is not None and self.floor > 0) else 1.0
-        else:
-            self.pseudocount_ = float(self.pseudocount)
+        self._set_names(X.shape[1], feature_names)
         clipped = self._clip(X, self.floor, self.cap)
         if self.log == "auto":
             self.log_, self.log_reason_ = auto_log(clipped)
         else:
             self.log_, self.log_reason_ = self.log, "requested"
-        self._check_log_domain(clipped)
+        self._check_log_domain(_gene_stats(clipped)[0])
         Z = self._log(clipped, self.log_, self.pseudocount_)
         self.keep_ = ~constant_columns(Z)
         self.n_dropped_ = int((~self.keep_).sum())
@@ -290,11 +288,80 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             self.scale_ = np.ones(n_kept)
         return self
 
-    def _check_log_domain(self, X) -> None:
-        """Refuse a log of values <= -pseudocount, naming the genes that hold them."""
+    def _set_names(self, n_features, feature_names):
+        """``n_features_in_``, ``feature_names_in_`` and ``pseudocount_``."""
+        self.n_features_in_ = n_features
+        if feature_names is not None:
+            names = np.asarray([str(n) for n in feature_names], dtype=object)
+            if names.shape[0] != n_features:
+                msg = f"{names.shape[0]} feature names for {n_features} columns"
+                raise DataError(msg)
+            self.feature_names_in_ = names
+        if self.pseudocount is None:
+            self.pseudocount_ = 0.0 if (self.floor is not None and self.floor > 0) else 1.0
+        else:
+            self.pseudocount_ = float(self.pseudocount)
+
+    def _fit_lazy(self, X, feature_names):
+        """``fit`` on a dask array in row chunks: every statistic from one pass over the chunks.
+
+        Each chunk yields per-gene minima, maxima, counts of non-integer and non-finite values and
+        the moments of the chunk with and without the log; they merge pairwise
+        (:func:`ardselect._lazy.reduce_rows`). The result equals the in-memory fit up to the
+        rounding of the merged moments.
+        """
+        if X.shape[0] == 0 or X.shape[1] == 0:
+            msg = f"Found array with shape {X.shape}: Preprocessor needs samples and genes."
+            raise DataError(msg)
+        self._set_names(X.shape[1], feature_names)
+        want_log = self.log != "none"
+        stats = reduce_rows(
+            X,
+            functools.partial(_chunk_stats, self.floor, self.cap, self.pseudocount_, want_log),
+            _combine_chunk_stats,
+        )
+        if stats["bad"]:
+            msg = (
+                f"Input X contains {stats['bad']} NaN or infinite value(s) (first in column "
+                f"{stats['bad_col']}); impute or drop them before fitting."
+            )
+            raise DataError(msg)
+        raw = stats["raw"]
+        if self.log == "auto":
+            self.log_, self.log_reason_ = _auto_decision(raw["min"], raw["max"],
+                                                         stats["n_frac"] == 0)
+        else:
+            self.log_, self.log_reason_ = self.log, "requested"
+        self._check_log_domain(raw["min"])
+        if self.log_ == "none":
+            z, sparse = raw, stats["sparse_raw"]
+        else:
+            c = math.log({"log2": 2.0, "log10": 10.0, "ln": math.e}[self.log_])
+            ln = stats["ln"]
+            z = {"mean": ln["mean"] / c, "m2": ln["m2"] / c**2, "min": ln["min"] / c,
+                 "max": ln["max"] / c, "n": ln["n"]}
+            sparse = stats["sparse_ln"]
+        self.keep_ = z["min"] != z["max"]
+        self.n_dropped_ = int((~self.keep_).sum())
+        if not self.keep_.any():
+            msg = f"all {X.shape[1]} genes are constant across the samples; nothing to classify"
+            raise DataError(msg)
+        self.sparse_ = bool(sparse)
+        n_kept = int(self.keep_.sum())
+        if self.standardize:
+            mean, var = z["mean"][self.keep_], z["m2"][self.keep_] / z["n"]
+            self.center_ = np.zeros(n_kept) if sparse else mean
+            sd = np.sqrt(var)
+            self.scale_ = np.where(sd > 0, sd, 1.0)
+        else:
+            self.center_ = np.zeros(n_kept)
+            self.scale_ = np.ones(n_kept)
+        return self
+
+    def _check_log_domain(self, lo) -> None:
+        """Refuse a log of values <= -pseudocount (``lo``: per-gene minima), naming the genes."""
         if self.log_ == "none":
             return
-        lo = _gene_stats(X)[0]
         bad = np.flatnonzero(lo + self.pseudocount_ <= 0)
         if not bad.size:
             return
@@ -313,12 +380,29 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, "keep_")
+        if is_dask(X):
+            return self._transform_lazy(X)
         X = check_design(X, estimator_name="Preprocessor")
         if X.shape[1] != self.n_features_in_:
             msg = f"X has {X.shape[1]} genes but the preprocessor was fitted on {self.n_features_in_}"
             raise DataError(msg)
         Z = self._steps(X, self.log_)[:, self.keep_]
         return self._standardize(Z, self.center_, self.scale_)
+
+    def _transform_lazy(self, X):
+        """``transform`` of a dask array: the same steps chunk by chunk, lazily (CSR chunks stay CSR)."""
+        if X.shape[1] != self.n_features_in_:
+            msg = f"X has {X.shape[1]} genes but the preprocessor was fitted on {self.n_features_in_}"
+            raise DataError(msg)
+        if len(X.chunks[1]) > 1:
+            X = X.rechunk({1: -1})
+        meta = sp.csr_matrix((0, 0)) if self.sparse_ else np.empty((0, 0))
+        return X.map_blocks(self._transform_chunk, dtype=np.float64,
+                            chunks=(X.chunks[0], (int(self.keep_.sum()),)), meta=meta)
+
+    def _transform_chunk(self, block):
+        Z = self.transform(block)
+        return sp.csr_matrix(Z) if sp.issparse(Z) else Z
 
     @staticmethod
     def _standardize(Z, center, scale):
@@ -380,3 +464,47 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         if self.standardize:
             parts.append("scaled per gene" if self.sparse_ else "standardised per gene")
         return ", ".join(parts)
+
+
+def _chunk_stats(floor, cap, pseudocount, want_log, block, start):
+    """What :meth:`Preprocessor._fit_lazy` needs from one row chunk (``start`` is unused)."""
+    del start
+    values = _values(block)
+    bad = ~np.isfinite(values)
+    n_bad = int(bad.sum())
+    if sp.issparse(block):
+        bad_col = int(block.indices[bad].min()) if n_bad else -1
+    else:
+        bad_col = int(np.flatnonzero(bad.reshape(block.shape).any(axis=0))[0]) if n_bad else -1
+    clipped = Preprocessor._clip(block, floor, cap)
+    if sp.issparse(clipped):
+        c = sp.csr_matrix(clipped)
+        n_frac = np.bincount(c.indices[c.data != np.round(c.data)], minlength=c.shape[1])
+    else:
+        n_frac = (clipped != np.round(clipped)).sum(axis=0)
+    out = {"bad": n_bad, "bad_col": bad_col, "n_frac": n_frac, "raw": moments(clipped),
+           "sparse_raw": sp.issparse(clipped), "ln": None, "sparse_ln": False}
+    if want_log:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if sp.issparse(clipped) and pseudocount == 1.0:
+                ln = sp.csr_matrix(clipped, copy=True)
+                ln.data = np.log1p(ln.data)
+            elif pseudocount == 1.0:
+                ln = np.log1p(_dense(clipped))
+            else:
+                ln = np.log(_dense(clipped) + pseudocount)
+        out["ln"], out["sparse_ln"] = moments(ln), sp.issparse(ln)
+    return out
+
+
+def _combine_chunk_stats(a, b):
+    cols = [c for c in (a["bad_col"], b["bad_col"]) if c >= 0]
+    return {
+        "bad": a["bad"] + b["bad"],
+        "bad_col": min(cols) if cols else -1,
+        "n_frac": a["n_frac"] + b["n_frac"],
+        "raw": combine_moments(a["raw"], b["raw"]),
+        "sparse_raw": a["sparse_raw"],
+        "ln": None if a["ln"] is None else combine_moments(a["ln"], b["ln"]),
+        "sparse_ln": a["sparse_ln"],
+    }

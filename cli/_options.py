@@ -31,8 +31,8 @@ Example = Enum("Example", {c: c for c in EXAMPLES}, type=str)
 DataArg = Annotated[
     Path,
     typer.Argument(
-        help="Expression data: .h5ad, .csv/.tsv/.txt (optionally .gz), or .gct (with --labels "
-        "FILE.cls).",
+        help="Expression data: .h5ad, a .zarr AnnData store, .csv/.tsv/.txt (optionally .gz), or "
+        ".gct (with --labels FILE.cls).",
         show_default=False,
         metavar="DATA",
     ),
@@ -58,10 +58,10 @@ PositiveOpt = Annotated[
 ]
 LayerOpt = Annotated[
     str | None,
-    typer.Option("--layer", help="h5ad only: use this layer instead of X.", show_default=False),
+    typer.Option("--layer", help="h5ad/zarr only: use this layer instead of X.", show_default=False),
 ]
 UseRawOpt = Annotated[
-    bool, typer.Option("--use-raw", help="h5ad only: use adata.raw.X instead of X.")
+    bool, typer.Option("--use-raw", help="h5ad/zarr only: use adata.raw.X instead of X.")
 ]
 GenesInRowsOpt = Annotated[
     bool,
@@ -174,7 +174,7 @@ def _column_list(values) -> list[str] | None:
 
 
 def read_input(data, *, genes_in_rows, label_key, labels, layer=None, gene_columns=None,
-               drop=None, check_columns=True):
+               drop=None, check_columns=True, lazy=False):
     import ardselect
 
     check_input(data)
@@ -189,16 +189,16 @@ def read_input(data, *, genes_in_rows, label_key, labels, layer=None, gene_colum
         raise UsageError(msg)
     return ardselect.io.read_data(
         data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels, layer=layer,
-        gene_columns=gene_columns, drop=drop, check_columns=check_columns,
+        gene_columns=gene_columns, drop=drop, check_columns=check_columns, lazy=lazy,
     )
 
 
 def check_source_options(data: Path, layer, use_raw: bool) -> None:
-    """``--layer`` and ``--use-raw`` only make sense for .h5ad input, and exclude each other."""
+    """``--layer`` and ``--use-raw`` only make sense for AnnData input, and exclude each other."""
     import ardselect
 
-    if (layer is not None or use_raw) and ardselect.io.detect_format(data) != "h5ad":
-        msg = "--layer and --use-raw apply to .h5ad input only"
+    if (layer is not None or use_raw) and ardselect.io.detect_format(data) not in ("h5ad", "zarr"):
+        msg = "--layer and --use-raw apply to .h5ad and .zarr input only"
         raise UsageError(msg)
     if layer is not None and use_raw:
         msg = "give --layer or --use-raw, not both"

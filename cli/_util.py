@@ -144,14 +144,18 @@ def handle_errors():
 
 
 def check_input(path: Path) -> Path:
-    """The input file must exist and be a readable file (one-line errors, exit 1)."""
+    """The input must exist and be a readable file, or a ``.zarr`` store (one-line errors, exit 1)."""
     import ardselect
 
     path = Path(path)
     if not path.exists():
         msg = f"file not found: {path}"
         raise ardselect.MissingFileError(msg)
-    if path.is_dir():
+    if path.name.lower().endswith(".zarr"):
+        if not path.is_dir():
+            msg = f"{path} is not a zarr store (a .zarr store is a directory)"
+            raise ardselect.FileFormatError(msg)
+    elif path.is_dir():
         msg = f"{path} is a directory, not a file"
         raise ardselect.FileFormatError(msg)
     if not os.access(path, os.R_OK):

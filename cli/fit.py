@@ -86,6 +86,18 @@ def fit(
                      "'bic' (log(samples)/2, the default; keeps paths short on large data) or a "
                      "number >= 0 (0: the paper's type-II maximum likelihood)."),
     ] = "bic",
+    lazy: Annotated[
+        bool,
+        typer.Option("--lazy", help="h5ad/zarr only: leave X on disk, read in chunks of 10,000 "
+                     "rows (needs ardselect[dask]). The preprocessing and fold changes take one "
+                     "pass over it each; the fit gathers the --max-samples sketch (or every row)."),
+    ] = False,
+    max_samples: Annotated[
+        int | None,
+        typer.Option("--max-samples", help="Fit on a stratified sketch of at most this many "
+                     "samples (the same fraction of every class, evenly spaced; >= 2). Default: "
+                     "every sample.", show_default=False),
+    ] = None,
     out: Annotated[
         Path,
         typer.Option(
@@ -120,6 +132,12 @@ def fit(
             msg = f"--show must be 0 or more, got {show}"
             raise UsageError(msg)
         penalty = _inclusion_penalty(inclusion_penalty)
+        if max_samples is not None and max_samples < 2:
+            msg = f"--max-samples must be 2 or more, got {max_samples}"
+            raise UsageError(msg)
+        if lazy and use_raw:
+            msg = "--use-raw cannot be read lazily; give the matrix as X or --layer"
+            raise UsageError(msg)
         if write_h5ad is not None and write_h5ad.suffix != ".h5ad":
             msg = f"--write-h5ad needs a .h5ad file name, got {write_h5ad.name}"
             raise UsageError(msg)
@@ -129,7 +147,7 @@ def fit(
             check_output(write_h5ad, overwrite=overwrite, kind="file")
         check_source_options(data, layer, use_raw)
         adata = read_input(data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels,
-                           gene_columns=gene_columns, drop=drop)
+                           gene_columns=gene_columns, drop=drop, lazy=lazy)
         check_label_key(adata, label_key, data)
         y = adata.obs[label_key]
         n_classes = y.dropna().astype(str).nunique()
@@ -151,7 +169,8 @@ def fit(
                 standardize=standardize,
                 symbol_key=symbol_key,
                 max_steps=max_steps,
-                estimator_params={"random_state": seed, "inclusion_penalty": penalty},
+                estimator_params={"random_state": seed, "inclusion_penalty": penalty,
+                                  "max_samples": max_samples},
             )
         ranked = ardselect.get.ranked_genes_df(adata)
         multi = ranked["class"].nunique() > 1
@@ -237,6 +256,10 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show):
         f"{label_key}: {class_counts(adata.obs[label_key])}"
     )
     console.print(f"preprocessing: {pre['description']}")
+    n_fit = int(stored.get("n_fit_samples", adata.n_obs))
+    if n_fit < adata.n_obs:
+        console.print(f"fitted on a stratified sketch of {n_fit} of {adata.n_obs} samples "
+                      "(--max-samples)")
     shown = False
     for cls in dict.fromkeys(ranked["class"]):
         block = ranked[ranked["class"] == cls]

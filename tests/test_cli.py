@@ -328,7 +328,7 @@ def test_wrong_extension(data, tmp_path):
     result = run("fit", fake, "-o", tmp_path / "r")
     assert_one_line_error(result, 1, r"x\.h5ad is not an HDF5/h5ad file")
     result = run("fit", data / "train.csv", "--layer", "counts", "-o", tmp_path / "r")
-    assert_one_line_error(result, 2, r"--layer and --use-raw apply to \.h5ad input only")
+    assert_one_line_error(result, 2, r"--layer and --use-raw apply to \.h5ad and \.zarr input only")
     (tmp_path / "x.xlsx").write_text("x")
     result = run("fit", tmp_path / "x.xlsx", "-o", tmp_path / "r")
     assert_one_line_error(result, 1, r"cannot tell the format of x\.xlsx")
