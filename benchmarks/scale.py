@@ -2,7 +2,7 @@
 
 Counts are Poisson(2) + 1 at 5% of the entries (the rest 0); every cell type has ``--markers`` marker
 genes whose counts rise by Poisson(4) in its cells. The matrix is log1p-transformed and fitted as scipy
-CSR with ``ARDClassifier(criterion="loo", inclusion_penalty=0.0, max_samples=..., n_jobs=...)`` (the
+CSR with ``ARDClassifier(criterion=args.criterion, inclusion_penalty=args.penalty, max_samples=..., n_jobs=...)`` (the
 paper's type-II maximum likelihood, as the README's figures were measured; one path per class; the
 default ``criterion="cv"`` adds one fold path per class and fold), beside L1-logistic regression (liblinear, one
 C, and C by 3-fold CV over 5 values) fitted in the same process on the same matrix. Memory: the peak
@@ -17,7 +17,9 @@ cells not used for fitting.
 AnnData, reads ``X`` lazily (``anndata.experimental.read_elem_lazy``, CSR chunks of 10,000 cells),
 starts a ``distributed.LocalCluster`` of ``--jobs`` single-threaded workers, fits the dask array with
 the classes as tasks on that Client, checks the result against the in-memory fit on the same sketch
-rows, and prints the time to gather the sketch from the store and the time of the path.
+rows, and prints the time to gather the sketch from the store and the time of the path. With
+``--dask-rank`` it also times ``ardselect.rank_genes`` on the store read by ``ardselect.io.read_lazy``
+(preprocessing and fold changes as passes over the chunks) against ``rank_genes`` in memory.
 
 Usage: python benchmarks/scale.py [--cells 50000] [--genes 20000] [--classes 10]
        [--max-samples 3000] [--jobs 2] [--compare-exact] [--baselines]
@@ -153,7 +155,16 @@ def main(argv=None):
     ap.add_argument("--baselines-only", action="store_true")
     ap.add_argument("--dask-store", default=None)
     ap.add_argument("--dask-cells", default="10000,200000")
+    ap.add_argument("--dask-rank", action="store_true",
+                    help="with --dask-store: also time rank_genes on the lazily read store "
+                    "against rank_genes in memory")
+    ap.add_argument("--criterion", default="loo",
+                    help="ARDClassifier criterion (default loo, as the README's rows were measured)")
+    ap.add_argument("--inclusion-penalty", default="0",
+                    help="'bic' or a number (default 0, as the README's rows were measured)")
     args = ap.parse_args(argv)
+    args.penalty = "bic" if args.inclusion_penalty == "bic" else float(args.inclusion_penalty)
+    print(f"ARDClassifier(criterion={args.criterion!r}, inclusion_penalty={args.penalty!r})")
     warnings.simplefilter("ignore")
     if args.dask_store:
         for n in [int(v) for v in args.dask_cells.split(",")]:
@@ -168,7 +179,7 @@ def main(argv=None):
     if args.baselines_only:
         baselines(args, X, y, markers)
         return
-    clf = ARDClassifier(criterion="loo", inclusion_penalty=0.0, max_samples=args.max_samples,
+    clf = ARDClassifier(criterion=args.criterion, inclusion_penalty=args.penalty, max_samples=args.max_samples,
                         n_jobs=args.jobs)
     with PeakMemory() as mem:
         t0 = time.perf_counter()
@@ -187,7 +198,7 @@ def main(argv=None):
           f"weights; per class {found} of {n_pos} such genes); genes per class in the chosen (LOO) "
           f"model {sizes}; held-out error {err:.3%} on {test.size} cells outside the sketch")
     if args.compare_exact:
-        ex = ARDClassifier(criterion="loo", inclusion_penalty=0.0, n_jobs=args.jobs)
+        ex = ARDClassifier(criterion=args.criterion, inclusion_penalty=args.penalty, n_jobs=args.jobs)
         t0 = time.perf_counter()
         ex.fit(X, y)
         wall_ex = time.perf_counter() - t0
@@ -256,7 +267,7 @@ def dask_run(args, n):
             Client(cluster):
         lazy = read_elem_lazy(zarr.open(path)["X"], chunks=(10000, -1))
         y_store = np.asarray(ad.io.read_elem(zarr.open(path)["obs"])["cell_type"]).astype(int)
-        clf = ARDClassifier(criterion="loo", inclusion_penalty=0.0, max_samples=args.max_samples)
+        clf = ARDClassifier(criterion=args.criterion, inclusion_penalty=args.penalty, max_samples=args.max_samples)
         t0 = time.perf_counter()
         rows = stratified_sketch(np.unique(y_store, return_inverse=True)[1], args.max_samples)
         gathered = lazy[rows].compute()
@@ -264,7 +275,7 @@ def dask_run(args, n):
         t0 = time.perf_counter()
         clf.fit(lazy, y_store)
         t_fit = time.perf_counter() - t0
-    ref = ARDClassifier(criterion="loo", inclusion_penalty=0.0).fit(X[rows], y[rows])
+    ref = ARDClassifier(criterion=args.criterion, inclusion_penalty=args.penalty).fit(X[rows], y[rows])
     same = bool(np.array_equal(ref.coef_, clf.coef_) and ref.path_.equals(clf.path_))
     found, _ = marker_recovery(clf, markers)
     print(f"dask, {n} cells x {args.genes} genes on disk ({nbytes(X) / 1e6:.0f} MB CSR, written in "
@@ -273,7 +284,38 @@ def dask_run(args, n):
           f"{t_fit:.1f} s; equal to the in-memory fit on the sketch rows: {same} "
           f"(gathered rows equal: {bool((gathered != X[rows]).nnz == 0)}); markers {sum(found)}/"
           f"{markers.size}")
+    if args.dask_rank:
+        rank_run(args, path, X, y)
     shutil.rmtree(path)
+
+
+def rank_run(args, path, X, y):
+    """``rank_genes`` on the lazily read store (passes over the chunks) against the in-memory run."""
+    import anndata as ad
+    import pandas as pd
+    from distributed import Client, LocalCluster
+
+    import ardselect
+
+    params = {"criterion": args.criterion,
+              "estimator_params": {"max_samples": args.max_samples,
+                                   "inclusion_penalty": args.penalty}}
+    with LocalCluster(n_workers=args.jobs, threads_per_worker=1, dashboard_address=None) as cluster, \
+            Client(cluster):
+        lazy = ardselect.io.read_lazy(path)
+        t0 = time.perf_counter()
+        ardselect.rank_genes(lazy, "cell_type", **params)
+        t_lazy = time.perf_counter() - t0
+    mem = ad.AnnData(X=X, obs=pd.DataFrame({"cell_type": y.astype(str)},
+                                           index=[f"c{i}" for i in range(y.size)]))
+    t0 = time.perf_counter()
+    ardselect.rank_genes(mem, "cell_type", **params)
+    t_mem = time.perf_counter() - t0
+    cols = ["class", "rank", "gene", "selected"]
+    a, b = ardselect.get.ranked_genes_df(mem)[cols], ardselect.get.ranked_genes_df(lazy)[cols]
+    print(f"rank_genes, {X.shape[0]} cells: lazy store on {args.jobs} workers {t_lazy:.1f} s "
+          f"(two passes over the store, the sketch gathered, {args.classes} classes); in memory "
+          f"{t_mem:.1f} s; ranked tables equal: {a.equals(b)}")
 
 
 if __name__ == "__main__":
