@@ -24,7 +24,7 @@ from ._criteria import CRITERIA, check_criterion, choose_step, group_cavities
 from ._cv import choose_candidate, fit_combine_temperature, step_latent_z
 from ._ep import LatentPosterior, loo_error, loo_prob_error, run_ep
 from ._probit import probit_log_proba, tilted_moments
-from ._screen import screen_order, screen_steps
+from ._screen import INTERCEPT_ALPHA, screen_order, screen_steps
 from ._sequential import SequentialPath, score_candidates
 from ._validation import check_binary_labels
 from .exceptions import DataError, LabelError
@@ -285,7 +285,17 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     coef0 : float, default=1.0
         Constant term of the "poly" kernel.
     fit_intercept : bool, default=True
-        Add a constant basis function. It has its own ARD precision and competes like any feature.
+        Add a constant basis function (the intercept).
+    intercept_alpha : float > 0 or "ard", default=0.01
+        Prior precision of the intercept. A number holds the intercept in every model of the path
+        at that precision: 0.01 is a prior sd of 10 latent units, nearly flat, so that the model
+        does not depend on where a gene's zero lies (with a pruned or shrunk intercept, a gene
+        whose mean is off in an unbalanced sample stands in for it). ``"ard"`` gives the intercept
+        its own ARD precision, competing like any feature and prunable, as in the paper (its
+        reproductions use it). Paired over 50 partitions of each shared microarray set, the fixed
+        intercept lowered the default model's mean error on six of seven sets (Borovecki by 1.1 ±
+        0.5 points, the others by less than one s.e.) and left Khan and PBMC unchanged (README,
+        "Accuracy").
     init : {"auto", "relevant", "single"} or int, default="auto"
         Starting model of the path. ``"relevant"`` starts from every feature that is relevant on its
         own (``theta_j > 0`` on the initial virtual targets, each at its own optimal precision; at most
@@ -467,7 +477,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
 
     def __init__(self, *, criterion="cv", kernel="features", gamma="scale", degree=3,
                  coef0=1.0, fit_intercept=True, init="auto", max_init="auto", max_steps=2000,
-                 tol=1e-5, alpha_min=0.1, patience=20, inclusion_penalty="bic", cv=5,
+                 tol=1e-5, alpha_min=0.1, patience=20, inclusion_penalty="bic",
+                 intercept_alpha=INTERCEPT_ALPHA, cv=5,
                  screen_sizes=(1, 2, 5, 10, 20, 50, 100, 200), screen_alpha=3.0,
                  random_state=0, loo_prob_scale=50.0, damping=1.0, ep_tol=1e-5,
                  ep_max_iter=200, constant_features="warn", max_samples=None, n_jobs=None):
@@ -488,6 +499,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         self.alpha_min = alpha_min
         self.patience = patience
         self.inclusion_penalty = inclusion_penalty
+        self.intercept_alpha = intercept_alpha
         self.loo_prob_scale = loo_prob_scale
         self.damping = damping
         self.ep_tol = ep_tol
@@ -507,6 +519,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         "init": [StrOptions({"auto", "relevant", "single"}), Interval(Integral, 1, None, closed="left")],
         "max_init": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left"), None],
         "inclusion_penalty": [Interval(Real, 0, None, closed="left"), StrOptions({"bic"})],
+        "intercept_alpha": [Interval(Real, 0, None, closed="neither"), StrOptions({"ard"})],
         "loo_prob_scale": [Interval(Real, 0, None, closed="neither")],
         "damping": [Interval(Real, 0, 1, closed="right")],
         "ep_tol": [Interval(Real, 0, None, closed="neither")],
@@ -599,13 +612,17 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                               max_init=self._max_init(design.shape[0]), alpha_min=self.alpha_min,
                               patience=self.patience, progress_label=str(label),
                               penalty=self._penalty(design.shape[0], design.shape[1]),
-                              stop=_no_loo_errors if fold else None).run()
+                              stop=_no_loo_errors if fold else None,
+                              fixed=({self._icol: float(self.intercept_alpha)}
+                                     if self.intercept_alpha != "ard" and self._icol >= 0
+                                     else None)).run()
         steps = list(path.steps)
         n_ard = len(steps)
         if self._screening:
             order = screen_order(design, signs, allowed, self._icol)
             steps += screen_steps(prob, order, self._screen_k, self.screen_alpha, self._icol,
-                                  n_ard)
+                                  n_ard, intercept_alpha=(INTERCEPT_ALPHA if self.intercept_alpha
+                                                          == "ard" else self.intercept_alpha))
         return prob, path.converged, steps, n_ard
 
     def _run_tasks(self, fn, args, client):
@@ -931,12 +948,14 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             z = np.where(np.isfinite(self.alpha_[i]), z_in, z_out)
             z = np.where(usable, z, np.nan)
             # Marginal evidence: the gene alone (beside the intercept) against the intercept alone,
-            # on the EP sites of the intercept-only model at the widest prior the path allows: a
+            # on the EP sites of the intercept-only model (the intercept at its fixed precision,
+            # or with intercept_alpha="ard" at the widest prior the path allows): a
             # one-gene Bayes factor, by the same closed form. Without the intercept, genes high in
             # the larger class would score for the class imbalance itself.
             if fit.intercept_col >= 0:
                 base = np.array([fit.intercept_col])
-                st0 = fit.problem.fit_sites(base, np.array([self.alpha_min]), None, tol=1e-9)
+                a0 = self.alpha_min if self.intercept_alpha == "ard" else self.intercept_alpha
+                st0 = fit.problem.fit_sites(base, np.array([float(a0)]), None, tol=1e-9)
                 b0 = st0.tau
                 t0 = np.where(b0 > 0, st0.nu / np.where(b0 > 0, b0, 1.0), 0.0)
                 post0 = st0.post

@@ -60,11 +60,12 @@ def screen_order(design, signs, allowed, intercept_col):
     return order[: int(ok.sum())]
 
 
-def screen_steps(problem, order, sizes, alpha, intercept_col, first_step):
+def screen_steps(problem, order, sizes, alpha, intercept_col, first_step,
+                 intercept_alpha=INTERCEPT_ALPHA):
     """One recorded :class:`~ardselect._sequential.Step` per size ``k`` in ``sizes``.
 
     Each model holds ``order[:k]`` (and the intercept, if ``intercept_col >= 0``) with precision
-    ``alpha`` (the intercept :data:`INTERCEPT_ALPHA`); EP is warm-started from the previous,
+    ``alpha`` (the intercept ``intercept_alpha``); EP is warm-started from the previous,
     nested model's sites. A size larger than ``len(order)`` gives the model of all ``len(order)``
     genes (so the steps stay aligned with ``sizes``, as the folds of the inner cross-validation
     need). Steps are numbered from ``first_step``.
@@ -77,7 +78,7 @@ def screen_steps(problem, order, sizes, alpha, intercept_col, first_step):
         active = np.append(genes, intercept_col) if intercept_col >= 0 else genes
         a = np.full(active.size, float(alpha))
         if intercept_col >= 0:
-            a[-1] = INTERCEPT_ALPHA
+            a[-1] = intercept_alpha
         _, _, _, stats, state = problem.refresh(active, a, state)
         steps.append(Step(first_step + len(steps), SCREEN, int(order[k - 1]), active, a, stats,
                           state))

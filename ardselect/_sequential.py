@@ -260,7 +260,9 @@ class SequentialPath:
 
     def __init__(self, model, *, init="single", max_steps=1000, tol=1e-4, max_init=None,
                  alpha_min=0.0, patience=20, progress_label=None, screening=None, stop=None,
-                 penalty=0.0):
+                 penalty=0.0, fixed=None):
+        # Features held in the model at a fixed precision, never acted on: {column: alpha}.
+        self.fixed = dict(fixed or {})
         # Prior log odds against a feature (candidate_actions): a float, or one per feature.
         self.penalty = np.asarray(penalty, dtype=np.float64)
         self.screening = screening
@@ -321,6 +323,8 @@ class SequentialPath:
         action, gain, new_alpha = candidate_actions(S, Q, alpha, model.allowed, self.alpha_min,
                                                     self.penalty)
         ok = (action == ADD) & np.isfinite(gain)
+        fixed_idx = np.fromiter(self.fixed.keys(), dtype=np.intp, count=len(self.fixed))
+        ok[fixed_idx] = False
         if np.any(self.penalty):
             ok &= gain > 0.0  # worth its prior odds
         warm = None
@@ -333,7 +337,7 @@ class SequentialPath:
             alpha = warm
         elif not ok.any():
             # Nothing is individually relevant: start from the best feature anyway so the path exists.
-            cand = np.flatnonzero(model.allowed)
+            cand = np.setdiff1d(np.flatnonzero(model.allowed), fixed_idx)
             j = cand[np.argmax(Q[cand] ** 2 / S[cand])]
             start = np.array([j])
             alpha[j] = max(S[j] ** 2 / max(Q[j] ** 2 - S[j], 1e-12 * S[j]), self.alpha_min)
@@ -349,6 +353,8 @@ class SequentialPath:
                 k = min(k, int(self.max_init))
             start = np.sort(order[: max(1, min(k, int(ok.sum())))])
             alpha[start] = new_alpha[start]
+        for j, a in self.fixed.items():
+            alpha[j] = a
         active = np.flatnonzero(np.isfinite(alpha))
         b, t, post, stats, state = model.refresh(active, alpha[active], None)
         self.steps.append(Step(0, "init", -1, active, alpha[active].copy(), stats, state))
@@ -388,6 +394,8 @@ class SequentialPath:
                                                   pen)
                 if last_re >= 0:
                     gain[(idx == last_re) & (act == REESTIMATE)] = -np.inf
+                if fixed_idx.size:
+                    gain[np.isin(idx, fixed_idx)] = -np.inf
                 return act, gain, na
 
             if screen is not None:

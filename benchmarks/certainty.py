@@ -52,7 +52,7 @@ def fit_once(X, y, pre_kwargs):
     pre = Preprocessor(**pre_kwargs).fit(X)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # path notes (max_steps) do not change the comparison
-        clf = ARDClassifier(criterion="loo", inclusion_penalty=0.0, constant_features="ignore").fit(pre.transform(X), y)
+        clf = ARDClassifier(criterion="loo", inclusion_penalty=0.0, intercept_alpha="ard", constant_features="ignore").fit(pre.transform(X), y)
     return np.flatnonzero(pre.keep_), clf
 
 

@@ -89,7 +89,7 @@ def main(argv=None):
                           ("criterion='loo' (the path alone)", {"criterion": "loo"}),
                           ("alpha_min=1e-2, 100-gene start, criterion='loo' (the paper's)",
                            {"alpha_min": 1e-2, "max_init": 100, "criterion": "loo",
-                            "inclusion_penalty": 0.0})):
+                            "inclusion_penalty": 0.0, "intercept_alpha": "ard"})):
         steps, sweeps, full, exact = engine_counts(Xtr, ytr, **params)
         t = median_time(lambda p=params: ARDClassifier(**p).fit(Xtr, ytr), args.repeats)
         rows.append((f"ARD-EP {label}: full path {steps} steps, {sweeps} EP sweeps, {full} full "

@@ -22,7 +22,7 @@ def binary(adata_factory):
     # The paper's model (criterion "loo", type-II maximum likelihood): these tests check the path
     # and certainty plumbing on a known model.
     out = ardselect.rank_genes(adata, "label", criterion="loo", copy=True,
-                               estimator_params={"inclusion_penalty": 0.0})
+                               estimator_params={"inclusion_penalty": 0.0, "intercept_alpha": "ard"})
     return adata, out
 
 
@@ -30,7 +30,7 @@ def binary(adata_factory):
 def multi(adata_factory):
     adata = adata_factory(n_samples=36, n_genes=24, n_classes=3)
     ardselect.rank_genes(adata, "label", criterion="loo", key_added="markers",
-                         estimator_params={"inclusion_penalty": 0.0})
+                         estimator_params={"inclusion_penalty": 0.0, "intercept_alpha": "ard"})
     return adata
 
 

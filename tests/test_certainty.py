@@ -176,7 +176,7 @@ def test_certainty_agrees_with_the_gibbs_sampled_rvm(seed):
 
     X, y = _planted(seed)
     p = X.shape[1]
-    table = (ARDClassifier(criterion="loo", inclusion_penalty=0.0).fit(X, y).ranked_features()
+    table = (ARDClassifier(criterion="loo", inclusion_penalty=0.0, intercept_alpha="ard").fit(X, y).ranked_features()
              .set_index("feature"))
     table = table.loc[[f"x{j}" for j in range(p)]]
     with warnings.catch_warnings():
@@ -209,7 +209,7 @@ def test_marginal_bayes_factor_sees_a_redundant_copy_the_conditional_one_does_no
     y = (2.0 * X[:, 0] + 0.5 * rng.normal(size=n) > 0).astype(int)
     # The ARD model itself (criterion "loo"; the default may pick a screened model, which keeps
     # both copies by construction), without an inclusion penalty as measured.
-    table = (ARDClassifier(criterion="loo", inclusion_penalty=0.0).fit(X, y).ranked_features()
+    table = (ARDClassifier(criterion="loo", inclusion_penalty=0.0, intercept_alpha="ard").fit(X, y).ranked_features()
              .set_index("feature"))
     assert table.loc["x0", "log_bf_marginal"] > 10
     assert table.loc["x1", "log_bf_marginal"] > 10
@@ -244,14 +244,14 @@ def test_pip_tracks_bootstrap_selection_frequency_on_planted_genes():
     names = [f"x{j}" for j in range(p)]
     # Measured for the paper's type-II maximum likelihood (inclusion_penalty=0; with "bic" the
     # weaker third gene is selected in fewer resamples).
-    pip = (ARDClassifier(criterion="loo", inclusion_penalty=0.0).fit(X, y).ranked_features()
+    pip = (ARDClassifier(criterion="loo", inclusion_penalty=0.0, intercept_alpha="ard").fit(X, y).ranked_features()
            .set_index("feature").loc[names, "pip"])
     freq = np.zeros(p)
     boots = 12
     for _ in range(boots):
         idx = np.concatenate([rng.choice(np.flatnonzero(y == c), size=int((y == c).sum()))
                               for c in (0, 1)])
-        freq += ARDClassifier(criterion="loo", inclusion_penalty=0.0).fit(
+        freq += ARDClassifier(criterion="loo", inclusion_penalty=0.0, intercept_alpha="ard").fit(
             X[idx], y[idx]).get_support() / boots
     # Measured: pip 1.00, 1.00, 0.78 and frequency 1.00, 1.00, 0.83 for the planted genes;
     # Spearman 0.65 over all genes; null genes pip 0.14-0.65 (mean 0.24) where the LOO model,

@@ -95,7 +95,7 @@ train = adata[adata.obs["split"] == "train"].copy()
 test = adata[adata.obs["split"] == "test"].copy()
 ardselect.rank_genes(
     train, "label", positive="AML", floor=100, cap=16000, log="log10",
-    criterion="loo", estimator_params={"inclusion_penalty": 0.0},  # the paper's model and path
+    criterion="loo", estimator_params={"inclusion_penalty": 0.0, "intercept_alpha": "ard"},  # the paper's model and path
 )
 genes = ardselect.get.ranked_genes_df(train, selected_only=True)
 print(f"{len(genes)} genes selected out of {train.n_vars}")
@@ -174,7 +174,7 @@ rows = []
 splitter = StratifiedShuffleSplit(n_splits=n_splits, train_size=0.5, random_state=0)
 for k, (tr, te) in enumerate(splitter.split(X, y)):
     prep = ardselect.preprocessing.Preprocessor(log="log10", floor=100, cap=16000).fit(X[tr])
-    est = ardselect.ARDClassifier(criterion="loo", inclusion_penalty=0.0).fit(
+    est = ardselect.ARDClassifier(criterion="loo", inclusion_penalty=0.0, intercept_alpha="ard").fit(
         prep.transform(X[tr]), y[tr])
     Zte = prep.transform(X[te])
     for criterion in ardselect.PATH_CRITERIA:  # the three read off the path ("cv" refits)

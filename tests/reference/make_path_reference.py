@@ -20,7 +20,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 PARAMS = dict(criterion="loo", init="auto", max_init=100, max_steps=2000, tol=1e-5, patience=20,
               loo_prob_scale=50.0, damping=1.0, ep_tol=1e-5, ep_max_iter=200,
-              inclusion_penalty=0.0)
+              inclusion_penalty=0.0, intercept_alpha="ard")
 
 
 def seed_data(seed):
