@@ -2,9 +2,11 @@
 
 Counts are Poisson(2) + 1 at 5% of the entries (the rest 0); every cell type has ``--markers`` marker
 genes whose counts rise by Poisson(4) in its cells. The matrix is log1p-transformed and fitted as scipy
-CSR with ``ARDClassifier(criterion=args.criterion, inclusion_penalty=args.penalty, max_samples=..., n_jobs=...)`` (the
-paper's type-II maximum likelihood, as the README's figures were measured; one path per class; the
-default ``criterion="cv"`` adds one fold path per class and fold), beside L1-logistic regression (liblinear, one
+CSR with ``ARDClassifier(criterion="loo", inclusion_penalty=0.0, intercept_alpha="ard",
+max_samples=..., n_jobs=...)`` by default (the paper's type-II maximum likelihood and ARD intercept,
+as the README's first figures were measured; one path per class); ``--criterion cv
+--inclusion-penalty bic --intercept-alpha 0.01`` gives the estimator's defaults, which add one fold
+path per class and fold. beside L1-logistic regression (liblinear, one
 C, and C by 3-fold CV over 5 values) fitted in the same process on the same matrix. Memory: the peak
 resident memory of this process and its workers above what it held before the fit, sampled every
 50 ms, against the bytes of the CSR matrix (data, indices, indptr).
@@ -162,9 +164,14 @@ def main(argv=None):
                     help="ARDClassifier criterion (default loo, as the README's rows were measured)")
     ap.add_argument("--inclusion-penalty", default="0",
                     help="'bic' or a number (default 0, as the README's rows were measured)")
+    ap.add_argument("--intercept-alpha", default="ard",
+                    help="'ard' or a number (default ard, as the README's rows were measured; the "
+                    "estimator's default is 0.01)")
     args = ap.parse_args(argv)
     args.penalty = "bic" if args.inclusion_penalty == "bic" else float(args.inclusion_penalty)
-    print(f"ARDClassifier(criterion={args.criterion!r}, inclusion_penalty={args.penalty!r})")
+    args.intercept = "ard" if args.intercept_alpha == "ard" else float(args.intercept_alpha)
+    print(f"ARDClassifier(criterion={args.criterion!r}, inclusion_penalty={args.penalty!r}, "
+          f"intercept_alpha={args.intercept!r})")
     warnings.simplefilter("ignore")
     if args.dask_store:
         for n in [int(v) for v in args.dask_cells.split(",")]:
@@ -179,7 +186,8 @@ def main(argv=None):
     if args.baselines_only:
         baselines(args, X, y, markers)
         return
-    clf = ARDClassifier(criterion=args.criterion, inclusion_penalty=args.penalty, max_samples=args.max_samples,
+    clf = ARDClassifier(criterion=args.criterion, inclusion_penalty=args.penalty,
+                        intercept_alpha=args.intercept, max_samples=args.max_samples,
                         n_jobs=args.jobs)
     with PeakMemory() as mem:
         t0 = time.perf_counter()
@@ -198,7 +206,8 @@ def main(argv=None):
           f"weights; per class {found} of {n_pos} such genes); genes per class in the chosen (LOO) "
           f"model {sizes}; held-out error {err:.3%} on {test.size} cells outside the sketch")
     if args.compare_exact:
-        ex = ARDClassifier(criterion=args.criterion, inclusion_penalty=args.penalty, n_jobs=args.jobs)
+        ex = ARDClassifier(criterion=args.criterion, inclusion_penalty=args.penalty,
+                        intercept_alpha=args.intercept, n_jobs=args.jobs)
         t0 = time.perf_counter()
         ex.fit(X, y)
         wall_ex = time.perf_counter() - t0
@@ -267,7 +276,8 @@ def dask_run(args, n):
             Client(cluster):
         lazy = read_elem_lazy(zarr.open(path)["X"], chunks=(10000, -1))
         y_store = np.asarray(ad.io.read_elem(zarr.open(path)["obs"])["cell_type"]).astype(int)
-        clf = ARDClassifier(criterion=args.criterion, inclusion_penalty=args.penalty, max_samples=args.max_samples)
+        clf = ARDClassifier(criterion=args.criterion, inclusion_penalty=args.penalty,
+                        intercept_alpha=args.intercept, max_samples=args.max_samples)
         t0 = time.perf_counter()
         rows = stratified_sketch(np.unique(y_store, return_inverse=True)[1], args.max_samples)
         gathered = lazy[rows].compute()
@@ -275,7 +285,8 @@ def dask_run(args, n):
         t0 = time.perf_counter()
         clf.fit(lazy, y_store)
         t_fit = time.perf_counter() - t0
-    ref = ARDClassifier(criterion=args.criterion, inclusion_penalty=args.penalty).fit(X[rows], y[rows])
+    ref = ARDClassifier(criterion=args.criterion, inclusion_penalty=args.penalty,
+                        intercept_alpha=args.intercept).fit(X[rows], y[rows])
     same = bool(np.array_equal(ref.coef_, clf.coef_) and ref.path_.equals(clf.path_))
     found, _ = marker_recovery(clf, markers)
     print(f"dask, {n} cells x {args.genes} genes on disk ({nbytes(X) / 1e6:.0f} MB CSR, written in "
@@ -299,7 +310,8 @@ def rank_run(args, path, X, y):
 
     params = {"criterion": args.criterion,
               "estimator_params": {"max_samples": args.max_samples,
-                                   "inclusion_penalty": args.penalty}}
+                                   "inclusion_penalty": args.penalty,
+                                   "intercept_alpha": args.intercept}}
     with LocalCluster(n_workers=args.jobs, threads_per_worker=1, dashboard_address=None) as cluster, \
             Client(cluster):
         lazy = ardselect.io.read_lazy(path)
