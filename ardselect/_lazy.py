@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ._validation import column_range
+
 __all__ = ["is_dask", "reduce_rows", "moments", "combine_moments"]
 
 
@@ -62,15 +64,7 @@ def moments(Z):
         mean = np.bincount(cols, weights=Z.data, minlength=Z.shape[1]) / max(n, 1)
         dev = Z.data - mean[cols]
         m2 = np.bincount(cols, weights=dev * dev, minlength=Z.shape[1]) + (n - nnz) * mean**2
-        lo = np.full(Z.shape[1], np.inf)
-        hi = np.full(Z.shape[1], -np.inf)
-        has = nnz > 0
-        if has.any():
-            lo[has] = np.minimum.reduceat(Z.data, Z.indptr[:-1][has])
-            hi[has] = np.maximum.reduceat(Z.data, Z.indptr[:-1][has])
-        partial = nnz < n
-        lo = np.where(partial, np.minimum(lo, 0.0), lo)
-        hi = np.where(partial, np.maximum(hi, 0.0), hi)
+        lo, hi = column_range(Z)
     else:
         Z = np.asarray(Z, dtype=np.float64)
         mean = Z.mean(axis=0) if n else np.zeros(Z.shape[1])

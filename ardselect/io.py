@@ -473,13 +473,17 @@ def _read_zarr(path: Path, *, layer: str | None = None):
     """Read a ``.zarr`` AnnData store into memory (``layer`` replaces ``X``, as for h5ad)."""
     import anndata as ad
 
+    return _use_layer(_read_with(ad.read_zarr, path, "an AnnData zarr store"), layer, path)
+
+
+def _read_with(reader, path: Path, what: str):
+    """``reader(path)``, any failure of a broken file as one :class:`FileFormatError` line."""
     try:
-        adata = ad.read_zarr(path)
-    except Exception as exc:  # noqa: BLE001  (zarr/anndata raise many types for broken stores)
+        return reader(path)
+    except Exception as exc:  # noqa: BLE001  (h5py/zarr/anndata raise many types for broken files)
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        msg = f"cannot read {path.name} as an AnnData zarr store: {reason}"
+        msg = f"cannot read {path.name} as {what}: {reason}"
         raise FileFormatError(msg) from None
-    return _use_layer(adata, layer, path)
 
 
 def _check_hdf5(path: Path):
@@ -510,13 +514,7 @@ def read_h5ad(path, *, layer: str | None = None):
 
     path = _require_file(path)
     _check_hdf5(path)
-    try:
-        adata = ad.read_h5ad(path)
-    except Exception as exc:  # noqa: BLE001  (h5py/anndata raise many types for broken files)
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        msg = f"cannot read {path.name} as h5ad (corrupted or truncated?): {reason}"
-        raise FileFormatError(msg) from None
-    return _use_layer(adata, layer, path)
+    return _use_layer(_read_with(ad.read_h5ad, path, "h5ad (corrupted or truncated?)"), layer, path)
 
 
 def _read_csv(path: Path, **kwargs) -> pd.DataFrame:

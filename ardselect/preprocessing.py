@@ -261,24 +261,25 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             self.log_, self.log_reason_ = self.log, "requested"
         self._check_log_domain(_gene_stats(clipped)[0])
         Z = self._log(clipped, self.log_, self.pseudocount_)
-        self.keep_ = ~constant_columns(Z)
+        return self._set_scaling(~constant_columns(Z), sp.issparse(Z),
+                                 lambda keep: _mean_var(Z[:, keep]))
+
+    def _set_scaling(self, keep, sparse, mean_var):
+        """``keep_``, ``n_dropped_``, ``sparse_``, ``center_``, ``scale_`` (the end of ``fit``).
+
+        ``mean_var(keep)`` gives the mean and variance (``ddof=0``) of the kept genes.
+        """
+        self.keep_ = np.asarray(keep, dtype=bool)
         self.n_dropped_ = int((~self.keep_).sum())
         if not self.keep_.any():
-            msg = f"all {X.shape[1]} genes are constant across the samples; nothing to classify"
+            msg = (f"all {self.keep_.size} genes are constant across the samples; nothing to "
+                   "classify")
             raise DataError(msg)
-        Z = Z[:, self.keep_]
-        self.sparse_ = bool(sp.issparse(Z))
-        n_kept = Z.shape[1]
+        self.sparse_ = bool(sparse)
+        n_kept = int(self.keep_.sum())
         if self.standardize:
-            if sp.issparse(Z):
-                mean = np.asarray(Z.mean(axis=0)).ravel()
-                sq = np.asarray(Z.multiply(Z).mean(axis=0)).ravel()
-                var = np.maximum(sq - mean**2, 0.0)
-                self.center_ = np.zeros(n_kept)
-            else:
-                mean = Z.mean(axis=0)
-                var = Z.var(axis=0)
-                self.center_ = mean
+            mean, var = mean_var(self.keep_)
+            self.center_ = np.zeros(n_kept) if sparse else mean
             sd = np.sqrt(var)
             # A gene that is not exactly constant can still have a sd that rounds to 0; keep
             # its scale at 1 rather than divide by ~0.
@@ -341,22 +342,8 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             z = {"mean": ln["mean"] / c, "m2": ln["m2"] / c**2, "min": ln["min"] / c,
                  "max": ln["max"] / c, "n": ln["n"]}
             sparse = stats["sparse_ln"]
-        self.keep_ = z["min"] != z["max"]
-        self.n_dropped_ = int((~self.keep_).sum())
-        if not self.keep_.any():
-            msg = f"all {X.shape[1]} genes are constant across the samples; nothing to classify"
-            raise DataError(msg)
-        self.sparse_ = bool(sparse)
-        n_kept = int(self.keep_.sum())
-        if self.standardize:
-            mean, var = z["mean"][self.keep_], z["m2"][self.keep_] / z["n"]
-            self.center_ = np.zeros(n_kept) if sparse else mean
-            sd = np.sqrt(var)
-            self.scale_ = np.where(sd > 0, sd, 1.0)
-        else:
-            self.center_ = np.zeros(n_kept)
-            self.scale_ = np.ones(n_kept)
-        return self
+        return self._set_scaling(z["min"] != z["max"], sparse,
+                                 lambda keep: (z["mean"][keep], z["m2"][keep] / z["n"]))
 
     def _check_log_domain(self, lo) -> None:
         """Refuse a log of values <= -pseudocount (``lo``: per-gene minima), naming the genes."""
@@ -464,6 +451,15 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         if self.standardize:
             parts.append("scaled per gene" if self.sparse_ else "standardised per gene")
         return ", ".join(parts)
+
+
+def _mean_var(Z):
+    """Per-column mean and variance (``ddof=0``) of a dense or sparse matrix."""
+    if sp.issparse(Z):
+        mean = np.asarray(Z.mean(axis=0)).ravel()
+        sq = np.asarray(Z.multiply(Z).mean(axis=0)).ravel()
+        return mean, np.maximum(sq - mean**2, 0.0)
+    return Z.mean(axis=0), Z.var(axis=0)
 
 
 def _chunk_stats(floor, cap, pseudocount, want_log, block, start):
