@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from ._lazy import is_dask
 from ._probit import probit_log_proba
 from ._validation import check_unique_names
 from ._version import __version__
@@ -263,7 +264,10 @@ class PortableModel:
         return adata.var_names, adata.X
 
     def _columns(self, data, feature_names=None) -> np.ndarray:
-        """The model's genes from ``data`` (AnnData, DataFrame, or array + names), as a dense array."""
+        """The model's genes from ``data`` (AnnData, DataFrame, or array + names), as a dense array.
+
+        A dask ``X`` (``ardselect.io.read_lazy``) is read for the model's genes only.
+        """
         X = data
         if hasattr(data, "var_names") and hasattr(data, "X"):
             names, X = self._input_matrix(data)
@@ -285,6 +289,9 @@ class PortableModel:
                 f"the data lack {len(missing)} of the model's {len(self.features)} genes: {shown}"
             )
             raise ModelError(msg)
+        if is_dask(X):  # a lazily read store: only the model's genes, read chunk by chunk
+            X = X[:, pos].compute()
+            return X.toarray() if sp.issparse(X) else np.asarray(X)
         if sp.issparse(X):
             return sp.csc_matrix(X)[:, pos].toarray()
         return np.asarray(X)[:, pos]

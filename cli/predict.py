@@ -57,6 +57,11 @@ def predict(
     layer: LayerOpt = None,
     genes_in_rows: GenesInRowsOpt = False,
     labels: LabelsOpt = None,
+    lazy: Annotated[
+        bool,
+        typer.Option("--lazy", help="h5ad/zarr only: leave X on disk and read only the model's "
+                     "genes, chunk by chunk (needs ardselect[dask])."),
+    ] = False,
     overwrite: OverwriteOpt = False,
     quiet: QuietOpt = False,
 ):
@@ -86,6 +91,7 @@ def predict(
         adata = read_input(
             data, genes_in_rows=genes_in_rows, label_key=label_key or "label", labels=labels,
             layer=layer, check_columns=False,  # the model takes its own genes, by name
+            lazy=lazy,
         )
         if label_key is not None:
             check_label_key(adata, label_key, data)

@@ -196,3 +196,28 @@ def test_cli_lazy_needs_a_store(tmp_path):
     res = CliRunner().invoke(app, ["fit", str(table), "--lazy", "-o", str(tmp_path / "out")])
     assert res.exit_code == 1
     assert "lazy reading applies to .h5ad and .zarr input, not csv" in res.output
+
+
+def test_predict_reads_only_the_models_genes_from_a_lazy_store(stores, tmp_path):
+    from typer.testing import CliRunner
+
+    from ardselect_cli.main import app
+
+    root, adata = stores
+    fitted = adata.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ardselect.rank_genes(fitted, "cell_type", estimator_params={"max_samples": 120})
+    model = ardselect.get.model(fitted)
+    lazy = ardselect.io.read_lazy(root / "cells.zarr", chunk_rows=70)
+    np.testing.assert_array_equal(model.predict_proba(lazy).to_numpy(),
+                                  model.predict_proba(adata).to_numpy())
+    model.save(tmp_path / "model.json")
+    runner = CliRunner()
+    ref = runner.invoke(app, ["predict", str(tmp_path / "model.json"), str(root / "cells.h5ad"),
+                              "-o", str(tmp_path / "a.tsv"), "--quiet"])
+    got = runner.invoke(app, ["predict", str(tmp_path / "model.json"), str(root / "cells.zarr"),
+                              "--lazy", "-o", str(tmp_path / "b.tsv"), "--quiet"])
+    assert ref.exit_code == 0, ref.output
+    assert got.exit_code == 0, got.output
+    assert (tmp_path / "a.tsv").read_text() == (tmp_path / "b.tsv").read_text()
