@@ -199,9 +199,8 @@ def test_cli_lazy_needs_a_store(tmp_path):
 
 
 def test_predict_reads_only_the_models_genes_from_a_lazy_store(stores, tmp_path):
-    from typer.testing import CliRunner
-
     from ardselect_cli.main import app
+    from typer.testing import CliRunner
 
     root, adata = stores
     fitted = adata.copy()
