@@ -39,7 +39,8 @@ class _EPProbitProblem:
     """The EP probit model as the sequential engine sees it (see ``_sequential.SequentialPath``)."""
 
     def __init__(self, design, allowed, *, loo_prob_scale, damping, ep_tol, ep_max_iter):
-        self.design = design  # (n, m) signed, column-scaled
+        self._design = design  # (n, m) signed, column-scaled
+        self._basis = self._signs = None
         self.allowed = allowed
         self.loo_prob_scale = loo_prob_scale
         self.damping = damping
@@ -54,8 +55,26 @@ class _EPProbitProblem:
         self.nu0 = np.full(n, float(nu0[0]))
         self.n_ep_unconverged = 0
 
+    def release(self, basis, signs):
+        """Drop the signed copy of the design once the path is done; keep the shared ``basis``.
+
+        ``design`` is then ``diag(signs) @ basis``, rebuilt when asked for and not kept, and
+        ``columns`` signs only the columns it takes (bitwise the same: the signs are +-1). A fit
+        of many classes on a large matrix then holds one design, not one per class.
+        """
+        self._basis, self._signs, self._design = basis, signs, None
+
+    @property
+    def design(self):
+        """The signed, column-scaled design ``(n, m)``."""
+        return self._design if self._design is not None else _signed(self._basis, self._signs)
+
     def columns(self, active):
-        P = self.design[:, active]
+        if self._design is None:
+            P = self._basis[:, active]
+            P = P.toarray() if sp.issparse(P) else np.asarray(P)
+            return np.ascontiguousarray(self._signs[:, None] * P)
+        P = self._design[:, active]
         return P.toarray() if sp.issparse(P) else np.ascontiguousarray(P)
 
     def initial_virtual(self):
@@ -162,7 +181,9 @@ def _fit_binary(est, k, label, y_idx, Phi_s, allowed):
     """One binary problem (class ``k`` against the rest) on the full training set."""
     t = np.where(y_idx == k, 1.0, -1.0)
     with threadpool_limits(limits=1, user_api="blas"):
-        return est._problem_steps(_signed(Phi_s, t), t, allowed, label)
+        prob, converged, steps, n_ard = est._problem_steps(_signed(Phi_s, t), t, allowed, label)
+    prob.release(Phi_s, t)
+    return prob, converged, steps, n_ard
 
 
 def _fold_candidates(est, k, label, y_idx, Phi_s, allowed, train, test):
@@ -925,7 +946,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             st = fit.ep
             tau = st.tau
             t = np.where(tau > 0, st.nu / np.where(tau > 0, tau, 1.0), 0.0)
-            S, Q = score_candidates(fit.problem.design, st.post, tau, t)
+            design = fit.problem.design  # rebuilt once per problem (see _EPProbitProblem.release)
+            S, Q = score_candidates(design, st.post, tau, t)
             with np.errstate(divide="ignore", invalid="ignore"):
                 potential = np.where(S > 0, Q * Q / S, 0.0)[:n_basis]
             alpha_all = np.full(S.shape, np.inf)
@@ -962,7 +984,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             else:
                 b0, t0 = fit.problem.initial_virtual()
                 post0 = LatentPosterior(np.zeros((b0.shape[0], 0)), np.zeros(0), b0, b0 * t0)
-            S0, Q0 = score_candidates(fit.problem.design, post0, b0, t0)
+            S0, Q0 = score_candidates(design, post0, b0, t0)
             log_bf_marginal, _, _ = inclusion_certainty(S0[:n_basis], Q0[:n_basis],
                                                         1.0 / self.alpha_min)
             log_bf_marginal = np.where(usable, log_bf_marginal, np.nan)

@@ -476,3 +476,22 @@ def test_intercept_alpha_out_of_range_is_refused(bad):
     X, y = two_gene_data(3)
     with pytest.raises(ValueError, match="intercept_alpha"):
         ARDClassifier(intercept_alpha=bad).fit(X, y)
+
+
+def test_fitted_problems_keep_no_signed_copy_of_the_design():
+    # Memory at scale: after the path each class keeps the shared design and its signs, not a
+    # signed copy; what is rebuilt from them is bitwise the signed design.
+    X, y = two_gene_data(8)
+    X = sp.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))
+    y = np.arange(y.size) % 3
+    clf = ARDClassifier(criterion="loo").fit(X, y)
+    before = clf.ranked_features()
+    for fit in clf._fits:
+        prob = fit.problem
+        assert prob._design is None
+        signed = (sp.diags(prob._signs) @ prob._basis).tocsc()
+        assert (prob.design != signed).nnz == 0
+        cols = np.array([0, 3, 7])
+        np.testing.assert_array_equal(prob.columns(cols), signed[:, cols].toarray())
+        prob._design = signed  # the old way: a signed copy kept per class
+    pd.testing.assert_frame_equal(clf.ranked_features(), before)
