@@ -203,8 +203,8 @@ def _fold_candidates(est, k, label, y_idx, Phi_s, allowed, train, test):
     t = np.where(y_idx[train] == k, 1.0, -1.0)
     with threadpool_limits(limits=1, user_api="blas"), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the full fit reports its own warnings
-        prob, _, steps, n_ard = est._problem_steps(_signed(Phi_tr, t), t, allowed_f, label,
-                                                   fold=True)
+        prob, _, steps, n_ard = est._problem_steps(_sign_in_place(Phi_tr, t), t, allowed_f,
+                                                   label, fold=True)
         rows = Phi_s[test] @ sp.diags(1.0 / scale) if sp.issparse(Phi_s) else Phi_s[test] / scale
         picked = {"ard": steps[_path_choice(steps[:n_ard], "loo")]}
         picked.update({f"screen {kk}": st for kk, st in zip(est._screen_k, steps[n_ard:],
@@ -221,6 +221,16 @@ def _no_loo_errors(stats):
 def _signed(Phi, t):
     """The design with row i multiplied by ``t[i]`` (CSC if sparse)."""
     return (sp.diags(t) @ Phi).tocsc() if sp.issparse(Phi) else t[:, None] * Phi
+
+
+def _sign_in_place(Phi, t):
+    """:func:`_signed` without a copy, for a design this caller owns (CSC or dense)."""
+    if sp.issparse(Phi):
+        Phi = sp.csc_matrix(Phi)
+        Phi.data *= t[Phi.indices]
+    else:
+        Phi *= t[:, None]
+    return Phi
 
 
 def _path_choice(steps, criterion):

@@ -495,3 +495,17 @@ def test_fitted_problems_keep_no_signed_copy_of_the_design():
         np.testing.assert_array_equal(prob.columns(cols), signed[:, cols].toarray())
         prob._design = signed  # the old way: a signed copy kept per class
     pd.testing.assert_frame_equal(clf.ranked_features(), before)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_fold_designs_signed_in_place_give_the_same_cross_validation(sparse, monkeypatch):
+    import ardselect._classifier as clf_module
+
+    X, y = two_gene_data(11)
+    if sparse:
+        X = sp.csr_matrix(np.where(np.abs(X) > 0.5, X, 0.0))
+    got = ARDClassifier().fit(X, y)
+    monkeypatch.setattr(clf_module, "_sign_in_place", clf_module._signed)  # the copying version
+    ref = ARDClassifier().fit(X, y)
+    pd.testing.assert_frame_equal(got.cv_results_, ref.cv_results_, rtol=1e-10)
+    np.testing.assert_array_equal(got.chosen_step_, ref.chosen_step_)
