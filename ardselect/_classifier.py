@@ -330,7 +330,9 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     init : {"auto", "relevant", "single"} or int, default="auto"
         Starting model of the path. ``"relevant"`` starts from every feature that is relevant on its
         own (``theta_j > 0`` on the initial virtual targets, each at its own optimal precision; at most
-        ``max_init`` of them), the paper's "small fraction of features"; ``"single"`` starts from the
+        ``max_init`` of them), the paper's "small fraction of features". With a held intercept
+        (``intercept_alpha`` a number) the gains are taken beside it, on the intercept-only model's
+        EP sites, so that a gene's mean is not counted as evidence. ``"single"`` starts from the
         single best basis function, as in Tipping & Faul; an int k starts from the k best. ``"auto"``
         is ``"relevant"`` for the feature basis and ``"single"`` for kernel bases (relevance vectors).
     max_init : "auto", int or None, default="auto"

@@ -315,15 +315,23 @@ class SequentialPath:
         model = self.model
         Phi = model.design
         m = Phi.shape[1]
-        b, t = model.initial_virtual()
-        empty = LatentPosterior(np.zeros((Phi.shape[0], 0)), np.zeros(0), b, b * t)
+        fixed_idx = np.fromiter(self.fixed.keys(), dtype=np.intp, count=len(self.fixed))
+        if fixed_idx.size:
+            # The starting pool is scored against the model of the held features alone (EP on
+            # them), not the empty one: each gene's gain is then what it adds beside them. Scored
+            # against the empty model, a gene whose mean is off in an unbalanced sample would
+            # look relevant for what the held intercept already explains.
+            fixed_alpha = np.fromiter(self.fixed.values(), dtype=np.float64, count=fixed_idx.size)
+            b, t, base, _, _ = model.refresh(fixed_idx, fixed_alpha, None)
+        else:
+            b, t = model.initial_virtual()
+            base = LatentPosterior(np.zeros((Phi.shape[0], 0)), np.zeros(0), b, b * t)
         sq = _col_sq_norms_weighted(Phi, b)
-        S, Q = score_candidates(Phi, empty, b, t, sq_cache=sq)
+        S, Q = score_candidates(Phi, base, b, t, sq_cache=sq)
         alpha = np.full(m, np.inf)
         action, gain, new_alpha = candidate_actions(S, Q, alpha, model.allowed, self.alpha_min,
                                                     self.penalty)
         ok = (action == ADD) & np.isfinite(gain)
-        fixed_idx = np.fromiter(self.fixed.keys(), dtype=np.intp, count=len(self.fixed))
         ok[fixed_idx] = False
         if np.any(self.penalty):
             ok &= gain > 0.0  # worth its prior odds

@@ -506,3 +506,20 @@ def test_fold_designs_signed_in_place_give_the_same_cross_validation(sparse, mon
     ref = ARDClassifier().fit(X, y)
     pd.testing.assert_frame_equal(got.cv_results_, ref.cv_results_, rtol=1e-10)
     np.testing.assert_array_equal(got.chosen_step_, ref.chosen_step_)
+
+
+def test_starting_pool_ignores_where_a_gene_lies():
+    # With the intercept held, the starting pool is scored beside it: a gene's relevance cannot
+    # come from its mean, which the intercept explains. Scored against the empty model (as before),
+    # noise genes shifted by a constant looked relevant in an unbalanced sample and filled the pool.
+    rng = np.random.default_rng(3)
+    n, p = 60, 40
+    y = (np.arange(n) < 45).astype(int)  # 45 against 15
+    X = rng.standard_normal((n, p))
+    X[:, :2] += 1.2 * (2 * y[:, None] - 1)  # two relevant genes
+    shifted = X.copy()
+    shifted[:, 10:30] += 4.0  # twenty noise genes far from zero
+    first = [set(np.flatnonzero(ARDClassifier(criterion="loo").fit(Z, y).at_step(0).coef_[0]))
+             for Z in (X, shifted)]
+    assert first[0] == first[1]
+    assert {0, 1} <= first[0]
