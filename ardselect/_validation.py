@@ -51,7 +51,8 @@ def check_design(X, *, estimator_name: str = "estimator", accept_sparse: bool = 
         if np.isinf(values[bad]).any():
             kinds.append("infinite")
         if sp.issparse(X):
-            col = int(X.tocsc().indices[np.flatnonzero(~np.isfinite(X.tocsc().data))[0]])
+            coo = X.tocoo()  # its col array is aligned with its data (CSC indices are rows)
+            col = int(coo.col[~np.isfinite(coo.data)].min())
         else:
             col = int(np.flatnonzero(bad.any(axis=0))[0])
         msg = (

@@ -322,8 +322,10 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             _combine_chunk_stats,
         )
         if stats["bad"]:
-            msg = (
-                f"Input X contains {stats['bad']} NaN or infinite value(s) (first in column "
+            kinds = " and ".join(k for k, has in zip(("NaN", "infinite"), stats["bad_kinds"],
+                                                     strict=True) if has)
+            msg = (  # worded as check_design words it for an in-memory matrix
+                f"Input X contains {stats['bad']} {kinds} value(s) (first in column "
                 f"{stats['bad_col']}); impute or drop them before fitting."
             )
             raise DataError(msg)
@@ -468,17 +470,23 @@ def _chunk_stats(floor, cap, pseudocount, want_log, block, start):
     values = _values(block)
     bad = ~np.isfinite(values)
     n_bad = int(bad.sum())
+    kinds = (bool(np.isnan(values[bad]).any()), bool(np.isinf(values[bad]).any()))
     if sp.issparse(block):
         bad_col = int(block.indices[bad].min()) if n_bad else -1
     else:
         bad_col = int(np.flatnonzero(bad.reshape(block.shape).any(axis=0))[0]) if n_bad else -1
+    if n_bad:  # the fit refuses the matrix; the moments below need only stay warning-free
+        block = sp.csr_matrix(block, copy=True) if sp.issparse(block) else np.array(block)
+        vals = block.data if sp.issparse(block) else block
+        vals[~np.isfinite(vals)] = 0.0
     clipped = Preprocessor._clip(block, floor, cap)
     if sp.issparse(clipped):
         c = sp.csr_matrix(clipped)
         n_frac = np.bincount(c.indices[c.data != np.round(c.data)], minlength=c.shape[1])
     else:
         n_frac = (clipped != np.round(clipped)).sum(axis=0)
-    out = {"bad": n_bad, "bad_col": bad_col, "n_frac": n_frac, "raw": moments(clipped),
+    out = {"bad": n_bad, "bad_kinds": kinds, "bad_col": bad_col, "n_frac": n_frac,
+           "raw": moments(clipped),
            "sparse_raw": sp.issparse(clipped), "ln": None, "sparse_ln": False}
     if want_log:
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -497,6 +505,7 @@ def _combine_chunk_stats(a, b):
     cols = [c for c in (a["bad_col"], b["bad_col"]) if c >= 0]
     return {
         "bad": a["bad"] + b["bad"],
+        "bad_kinds": tuple(u or v for u, v in zip(a["bad_kinds"], b["bad_kinds"], strict=True)),
         "bad_col": min(cols) if cols else -1,
         "n_frac": a["n_frac"] + b["n_frac"],
         "raw": combine_moments(a["raw"], b["raw"]),

@@ -78,9 +78,24 @@ def test_preprocessor_on_chunks_equals_in_memory(kind, params, chunks):
 
 def test_lazy_preprocessor_refuses_what_the_in_memory_one_refuses():
     X = _matrix("dense counts")
+    for bad in ([(7, 4, np.nan)], [(7, 4, np.inf)], [(7, 6, np.nan), (150, 4, -np.inf)]):
+        Y = X.copy()
+        for i, j, v in bad:
+            Y[i, j] = v
+        with pytest.raises(DataError) as in_memory:
+            Preprocessor().fit(Y)
+        with pytest.raises(DataError) as lazy:  # the same words: count, kinds, first column
+            Preprocessor().fit(_lazy(Y))
+        assert str(lazy.value) == str(in_memory.value)
+    assert str(lazy.value).startswith("Input X contains 2 NaN and infinite value(s) (first in "
+                                      "column 4)")
+    D = _matrix("dense counts")
+    D[9, 3] = np.nan  # sparse: the column, not the row, is named (row 9 was named once)
+    S = sp.csr_matrix(D)
+    for Z in (S, _lazy(S)):
+        with pytest.raises(DataError, match=r"1 NaN value\(s\) \(first in column 3\)"):
+            Preprocessor().fit(Z)
     X[7, 4] = np.nan
-    with pytest.raises(DataError, match=r"1 NaN or infinite value\(s\) \(first in column 4\)"):
-        Preprocessor().fit(_lazy(X))
     X[7, 4] = -3.0  # counts-like data with one negative value: log2(x + 1) cannot take it
     with pytest.raises(DataError, match="cannot take log2"):
         Preprocessor(log="log2").fit(_lazy(X))
