@@ -189,11 +189,12 @@ print(table.to_string(float_format=lambda v: f"{v:.3f}"))
 # (`se`: their standard error). On the three well-separated types of the quick run every method is
 # near perfect. On all ten types most errors fall between the T-cell subsets and between CD14+
 # monocytes and dendritic cells, which bulk sorting separates by surface proteins more than by
-# mRNA. There, **ARD's panel does not win**: measured on 2 partitions (467 training / 233 held-out
-# cells), ARD-EP erred on 22.6% of held-out cells with 276 genes (log-loss 1.10), an L2-logistic
-# regression on scanpy's `logreg` markers cut to as many genes on 17.3% (272 genes, log-loss
-# 0.53), and on its `wilcoxon` markers on 20.1% (276 genes, log-loss 0.62). The one-vs-rest ARD
-# probabilities are overconfident on these ten overlapping types (README, "Accuracy"); what ARD
-# adds here is the sparse per-type panel with its certainty, not a better classifier. For cells
+# mRNA. There, **ARD's panel does not win**: measured on the 5 partitions (467 training / 233
+# held-out cells), ARD-EP erred on 18.8 +- 1.6% of held-out cells with 497 genes (log-loss 0.53), an
+# L2-logistic regression on scanpy's `logreg` markers cut to as many genes on 16.2 +- 0.9% (log-loss
+# 0.45), and on its `wilcoxon` markers on 17.6 +- 0.6% (log-loss 0.53). ARD's one-vs-rest panels,
+# each chosen for one type against the rest, classify less well than a multinomial model fitted on
+# a marker list; what ARD adds here is the sparse per-type panel with its certainty, not a better
+# classifier. For cells
 # from several donors, `ardselect evaluate --groups donor` holds out whole donors and adds EP's
 # leave-one-donor-out estimate.
