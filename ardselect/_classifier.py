@@ -359,7 +359,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     patience : int, default=20
         The path also stops when the EP evidence has not risen by more than ``tol`` over the last
         ``patience`` steps (EP refreshes can make the sequential updates cycle; see Notes).
-    inclusion_penalty : float >= 0 or "bic", default=0.0
+    inclusion_penalty : float >= 0 or "bic", default="bic"
         Prior log odds against a gene, in nats: the path maximises the log evidence minus this much
         per gene in the model (an addition must gain more, a deletion gains it back; the intercept
         is not a gene and is free). 0 is the

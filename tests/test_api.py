@@ -33,3 +33,25 @@ def test_anndata_functions_follow_the_signature_rules():
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     assert len(positional) <= 3
     assert "key_added" in inspect.signature(fn).parameters
+
+
+ESTIMATORS = [name for name in ardselect.__all__
+              if inspect.isclass(getattr(ardselect, name))
+              and hasattr(getattr(ardselect, name), "get_params")]
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_documented_defaults_are_the_real_defaults(name):
+    # Every constructor parameter is documented as "name : type, default=value" (numpydoc; names
+    # may be grouped, "a, b : float, default=1"), and the value is the signature's default.
+    # (inclusion_penalty was once documented as 0.0 while the default was "bic".)
+    import ast
+    import re
+
+    cls = getattr(ardselect, name)
+    doc = inspect.getdoc(cls)
+    for p in list(inspect.signature(cls.__init__).parameters.values())[1:]:
+        m = re.search(rf"^(?:\w+, )*{p.name}(?:, \w+)* : .*default=(.+)$", doc, re.M)
+        assert m, f"{name}: {p.name} has no documented default"
+        documented = ast.literal_eval(m.group(1).strip())
+        assert documented == p.default, f"{name}.{p.name}: {documented!r} != {p.default!r}"
