@@ -384,6 +384,12 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     cv : int, default=5
         Folds of the inner cross-validation (``criterion="cv"``; fewer when the smallest class has
         fewer samples, and ``"loo"`` with a warning if it has only one).
+    cv_repeats : int, default=1
+        Repeats of the inner cross-validation, each with its own shuffle of the folds
+        (scikit-learn's ``RepeatedStratifiedKFold``): every sample is held out once per repeat,
+        and the candidates are compared and calibrated on all ``cv_repeats`` held-out predictions
+        of every sample. More repeats make the choice among close candidates less noisy; each
+        costs ``cv`` more fold fits. 1 is a single cross-validation.
     screen_sizes : sequence of int, default=(1, 2, 5, 10, 20, 50, 100, 200)
         Sizes ``k`` of the screened models that compete in the inner cross-validation (capped at
         the number of usable genes). Screened models are fitted for the feature basis only.
@@ -525,12 +531,13 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     def __init__(self, *, criterion="cv", kernel="features", gamma="scale", degree=3,
                  coef0=1.0, fit_intercept=True, init="auto", max_init="auto", max_steps=2000,
                  tol=1e-5, alpha_min=0.1, patience=20, inclusion_penalty="bic",
-                 intercept_alpha=INTERCEPT_ALPHA, cv=5,
+                 intercept_alpha=INTERCEPT_ALPHA, cv=5, cv_repeats=1,
                  screen_sizes=(1, 2, 5, 10, 20, 50, 100, 200), screen_alpha=3.0,
                  random_state=0, loo_prob_scale=50.0, damping=1.0, ep_tol=1e-5,
                  ep_max_iter=200, constant_features="warn", max_samples=None, n_jobs=None):
         self.criterion = criterion
         self.cv = cv
+        self.cv_repeats = cv_repeats
         self.screen_sizes = screen_sizes
         self.screen_alpha = screen_alpha
         self.random_state = random_state
@@ -560,6 +567,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         **_ARDPathEstimator._path_constraints,
         "criterion": [StrOptions(set(CRITERIA))],
         "cv": [Interval(Integral, 2, None, closed="left")],
+        "cv_repeats": [Interval(Integral, 1, None, closed="left")],
         "screen_sizes": ["array-like"],
         "screen_alpha": [Interval(Real, 0, None, closed="neither")],
         "random_state": ["random_state"],
@@ -725,7 +733,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
 
     def _cross_validate(self, problems, classes, y_idx, Phi_s, allowed, client=None):
         """Choose each problem's model and temperature by inner cross-validation (``_cv``)."""
-        from sklearn.model_selection import StratifiedKFold
+        from sklearn.model_selection import RepeatedStratifiedKFold
         from sklearn.utils import check_random_state
 
         n = y_idx.shape[0]
@@ -741,21 +749,27 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             self.cv_results_ = pd.DataFrame()
             self._combine_temperature = 1.0
             return
+        # Repeat r's held-out latents go to rows r * n ... (r + 1) * n - 1 of the pooled
+        # predictions; with one repeat, the folds are those of StratifiedKFold with this seed.
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
-        folds = list(StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(
-            np.zeros(n), y_idx))
+        reps = int(self.cv_repeats)
+        splitter = RepeatedStratifiedKFold(n_splits=n_folds, n_repeats=reps, random_state=seed)
+        folds = [(tr, te, f // n_folds * n)
+                 for f, (tr, te) in enumerate(splitter.split(np.zeros(n), y_idx))]
         names = [f"screen {k}" for k in self._screen_k] + ["ard"]
         design = client.scatter(Phi_s, broadcast=True, hash=False) if client else Phi_s
         tasks = [(self, k, classes[k], y_idx, design, allowed, tr, te)
-                 for tr, te in folds for k in problems]
+                 for tr, te, _ in folds for k in problems]
         results = self._run_tasks(_fold_candidates, tasks, client)
-        oof = [{name: np.zeros(n) for name in names} for _ in problems]
+        oof = [{name: np.zeros(reps * n) for name in names} for _ in problems]
         fold_genes = [{name: [] for name in names} for _ in problems]
-        for task, res in zip(tasks, results, strict=True):
+        offsets = [off for _, _, off in folds for _ in problems]
+        for task, off, res in zip(tasks, offsets, results, strict=True):
             i = problems.index(task[1])
             for name, (z, genes) in res.items():
-                oof[i][name][task[7]] = z
+                oof[i][name][off + task[7]] = z
                 fold_genes[i][name].append(genes)
+        y_idx = np.tile(y_idx, reps)  # the labels of the pooled predictions
         tables = []
         chosen_z, chosen_t = [], []
         for i, (k, fit) in enumerate(zip(problems, self._fits, strict=True)):

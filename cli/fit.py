@@ -152,8 +152,11 @@ def fit(
         y = adata.obs[label_key]
         n_classes = y.dropna().astype(str).nunique()
         n_problems = n_classes if (n_classes > 2 and positive is None) else 1
-        # One path per problem, and with the inner cross-validation one more per fold (at most 5).
-        n_paths = n_problems * (6 if criterion.value == "cv" else 1)
+        # One path per problem, and with the inner cross-validation one more per fold and repeat
+        # (at most cv x cv_repeats: fewer folds when a class is small).
+        defaults = ardselect.ARDClassifier()
+        n_folds = defaults.cv * defaults.cv_repeats if criterion.value == "cv" else 0
+        n_paths = n_problems * (1 + n_folds)
         with path_progress(n_paths, quiet=quiet):
             ardselect.rank_genes(
                 adata,

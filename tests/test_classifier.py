@@ -310,7 +310,9 @@ def test_pipeline_with_scaler_on_floored_data_fits():
      ({"alpha_min": -5}, "'alpha_min' parameter"), ({"max_init": 0}, "'max_init' parameter"),
      ({"patience": -3}, "'patience' parameter"), ({"ep_max_iter": 0}, "'ep_max_iter' parameter"),
      ({"damping": 1.5}, "'damping' parameter"), ({"max_steps": -1}, "'max_steps' parameter"),
-     ({"gamma": -1.0}, "'gamma' parameter"), ({"kernel": "sigmoid"}, "'kernel' parameter")],
+     ({"gamma": -1.0}, "'gamma' parameter"), ({"kernel": "sigmoid"}, "'kernel' parameter"),
+     ({"cv": 1}, "'cv' parameter"), ({"cv_repeats": 0}, "'cv_repeats' parameter"),
+     ({"cv_repeats": 1.5}, "'cv_repeats' parameter")],
 )
 def test_bad_parameters(params, match):
     X, y = two_gene_data()

@@ -440,13 +440,14 @@ def test_progress_handler_follows_the_path(adata_factory):
     log = logging.getLogger("ardselect.path")
     old = log.level
     log.setLevel(logging.DEBUG)
-    for criterion, n_folds in (("loo", 0), ("cv", 3)):
+    for criterion, n_folds in (("loo", 0), ("cv", 6)):  # 3 folds x 2 repeats
         handler = PathProgress(progress, 3 * (1 + n_folds))
         log.addHandler(handler)
         try:
             with progress:
                 ardselect.rank_genes(adata, "label", criterion=criterion,
-                                     estimator_params={"cv": 3} if n_folds else None)
+                                     estimator_params={"cv": 3, "cv_repeats": 2} if n_folds
+                                     else None)
         finally:
             log.removeHandler(handler)
         # One path per class, then (criterion="cv") one per class in every fold.

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.special import log_ndtr
 from sklearn.feature_selection import f_classif
-from sklearn.model_selection import StratifiedKFold
+from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedKFold
 from sklearn.utils import check_random_state
 
 from ardselect import ARDClassifier, ep_probit
@@ -84,9 +84,27 @@ def test_screened_models_are_shared_precision_ep_on_the_f_ranking():
 
 # ---------------------------------------------------------------------------- the inner CV
 def _folds(clf, y):
+    """The inner folds, each with the offset of its repeat in the pooled held-out predictions."""
     seed = check_random_state(clf.random_state).randint(np.iinfo(np.int32).max)
-    return list(StratifiedKFold(clf.cv, shuffle=True, random_state=seed).split(
-        np.zeros(len(y)), y))
+    splits = RepeatedStratifiedKFold(n_splits=clf.cv, n_repeats=clf.cv_repeats,
+                                     random_state=seed).split(np.zeros(len(y)), y)
+    return [(tr, te + f // clf.cv * len(y)) for f, (tr, te) in enumerate(splits)]
+
+
+def test_one_repeat_is_one_shuffled_stratified_k_fold():
+    # Repeat 1 of the inner CV is the plain StratifiedKFold of the seed; later repeats reshuffle.
+    y = np.repeat([0, 1, 2], [9, 11, 7])
+    seed = check_random_state(3).randint(np.iinfo(np.int32).max)
+    plain = list(StratifiedKFold(4, shuffle=True, random_state=seed).split(np.zeros(27), y))
+    rep = _folds(ARDClassifier(cv=4, cv_repeats=3, random_state=3), y)
+    assert len(rep) == 12
+    for (tr, te), (tr2, te2) in zip(plain, rep[:4], strict=True):
+        np.testing.assert_array_equal(tr, tr2)
+        np.testing.assert_array_equal(te, te2)
+    for r in range(3):  # each repeat holds every sample out exactly once
+        held = np.sort(np.concatenate([te for _, te in rep[4 * r:4 * r + 4]]))
+        np.testing.assert_array_equal(held, np.arange(27) + 27 * r)
+    assert not all(np.array_equal(a[1] + 27, b[1]) for a, b in zip(rep[:4], rep[4:8], strict=True))
 
 
 def test_cv_log_loss_of_a_screened_model_equals_actual_refits():
@@ -97,18 +115,19 @@ def test_cv_log_loss_of_a_screened_model_equals_actual_refits():
     """
     rng = np.random.default_rng(5)
     X, y = _standardized(rng, n=45, p=40)
-    clf = ARDClassifier(screen_sizes=(2, 5), cv=3, random_state=7).fit(X, y)
-    t = np.where(y == 1, 1.0, -1.0)
+    clf = ARDClassifier(screen_sizes=(2, 5), cv=3, cv_repeats=2, random_state=7).fit(X, y)
+    t = np.tile(np.where(y == 1, 1.0, -1.0), clf.cv_repeats)  # every repeat's predictions
     for k in (2, 5):
-        z = np.zeros(len(y))
-        for tr, te in _folds(clf, y):
+        z = np.zeros(t.size)
+        for tr, pooled in _folds(clf, y):
+            te = pooled % len(y)
             genes = np.sort(np.argsort(-f_classif(X[tr], y[tr])[0], kind="stable")[:k])
             rms = np.sqrt(np.mean(X[tr][:, genes] ** 2, axis=0))  # the prior's scale
             A = np.column_stack([X[:, genes] / rms, np.ones(len(y))])
             res = ep_probit(A[tr], y[tr], np.r_[np.full(k, clf.screen_alpha), INTERCEPT_ALPHA],
                             tol=1e-10)
             m, v = res.predict_latent(A[te])
-            z[te] = m / np.sqrt(1.0 + v)
+            z[pooled] = m / np.sqrt(1.0 + v)
         temp, ll = fit_temperature(z, t)
         row = clf.cv_results_.set_index("candidate").loc[f"screen {k}"]
         assert row["cv_log_loss_raw"] == pytest.approx(-np.mean(log_ndtr(t * z)), abs=2e-4)
@@ -119,13 +138,13 @@ def test_cv_log_loss_of_the_ard_model_equals_actual_refits():
     """The 'ard' candidate is the LOO-chosen model of an ARD path refitted on each fold."""
     rng = np.random.default_rng(8)
     X, y = _standardized(rng, n=36, p=25)
-    clf = ARDClassifier(screen_sizes=(2,), cv=3, random_state=1).fit(X, y)
-    t = np.where(y == 1, 1.0, -1.0)
-    z = np.zeros(len(y))
-    for tr, te in _folds(clf, y):
+    clf = ARDClassifier(screen_sizes=(2,), cv=3, cv_repeats=2, random_state=1).fit(X, y)
+    t = np.tile(np.where(y == 1, 1.0, -1.0), 2)
+    z = np.zeros(t.size)
+    for tr, pooled in _folds(clf, y):
         fold = ARDClassifier(criterion="loo").fit(X[tr], y[tr])
-        m, v = fold._latent(X[te])
-        z[te] = m[:, 0] / np.sqrt(1.0 + v[:, 0])
+        m, v = fold._latent(X[pooled % len(y)])
+        z[pooled] = m[:, 0] / np.sqrt(1.0 + v[:, 0])
     row = clf.cv_results_.set_index("candidate").loc["ard"]
     assert row["cv_log_loss_raw"] == pytest.approx(-np.mean(log_ndtr(t * z)), abs=1e-3)
 
