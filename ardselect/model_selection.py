@@ -31,6 +31,7 @@ from .exceptions import DataError, LabelError
 
 __all__ = [
     "baselines",
+    "calibrated_ece",
     "calibration_table",
     "ep_leave_group_out",
     "evaluate",
@@ -70,6 +71,36 @@ def expected_calibration_error(confidence, correct, n_bins: int = 10) -> float:
         m = bins == b
         total += m.sum() * abs(conf[m].mean() - ok[m].mean())
     return round(float(total / conf.size), 12)
+
+
+def calibrated_ece(confidence, *, n_bins: int = 10, n_draws: int = 200,
+                   random_state=0) -> tuple[float, float]:
+    """The ECE that sampling alone gives a perfectly calibrated model with these confidences.
+
+    An ECE is never 0 on finitely many predictions, even for a calibrated model: each bin's
+    accuracy is a proportion with its own noise. Here each prediction is drawn correct with
+    probability equal to its confidence (what calibration means), ``n_draws`` times, and the
+    :func:`expected_calibration_error` of the draws is taken. An observed ECE well above the
+    returned mean (above its 95% quantile, say) is miscalibration; one near it is noise.
+
+    Returns
+    -------
+    mean, q95 : float
+        Mean and 95% quantile of the ECE over the draws (seeded by ``random_state``).
+
+    Examples
+    --------
+    >>> mean, q95 = calibrated_ece(np.full(50, 0.8))
+    >>> bool(0.03 < mean < 0.06 < q95)
+    True
+    """
+    conf = np.asarray(confidence, dtype=np.float64)
+    if conf.size == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(random_state)
+    draws = [expected_calibration_error(conf, rng.random(conf.size) < conf, n_bins)
+             for _ in range(int(n_draws))]
+    return float(np.mean(draws)), float(np.quantile(draws, 0.95))
 
 
 def calibration_table(predictions: pd.DataFrame, *, n_bins: int = 10) -> pd.DataFrame:
@@ -503,7 +534,11 @@ def summarize(results: pd.DataFrame, predictions: pd.DataFrame | None = None) ->
     """Mean and standard error (sd / sqrt(n), ddof=1) of every metric per method, in input order.
 
     With ``predictions``, also ``ece_pooled``: the ECE of all held-out predictions of a method pooled
-    over the partitions (per-partition ECE on a few dozen test samples is biased upwards).
+    over the partitions (per-partition ECE on a few dozen test samples is biased upwards);
+    ``ece_pooled_calibrated`` and ``ece_pooled_calibrated_q95``: the mean and 95% quantile of the
+    ECE a perfectly calibrated model with the same confidences would show on as many predictions
+    (:func:`calibrated_ece`: what sampling alone gives); and ``confidence_gap``: mean confidence
+    minus accuracy (positive: overconfident, negative: underconfident).
     """
     out = []
     for method, sub in results.groupby("method", sort=False):
@@ -516,8 +551,11 @@ def summarize(results: pd.DataFrame, predictions: pd.DataFrame | None = None) ->
         if predictions is not None:
             p = predictions[predictions["method"] == method]
             prob = p.filter(like="prob_").to_numpy(dtype=float)
-            row["ece_pooled"] = expected_calibration_error(
-                prob.max(axis=1), (p["predicted"] == p["label"]).to_numpy())
+            conf = prob.max(axis=1)
+            correct = (p["predicted"] == p["label"]).to_numpy()
+            row["ece_pooled"] = expected_calibration_error(conf, correct)
+            row["ece_pooled_calibrated"], row["ece_pooled_calibrated_q95"] = calibrated_ece(conf)
+            row["confidence_gap"] = float(conf.mean() - correct.mean()) if conf.size else np.nan
         out.append(row)
     return pd.DataFrame(out)
 

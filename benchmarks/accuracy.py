@@ -97,9 +97,9 @@ def table(results, predictions, reference="L1-logistic"):
     s = summarize(results, predictions).set_index("method")
     d = (paired_difference(results, reference).set_index("method")
          if reference in set(results["method"]) else None)
-    header = ("| method | error % | genes | log-loss | ECE (pooled) | d error % vs L1 "
-              "| d log-loss vs L1 | fit s |")
-    lines = [header, "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    header = ("| method | error % | genes | log-loss | ECE (pooled) | ECE if calibrated (95%) "
+              "| confidence - accuracy | d error % vs L1 | d log-loss vs L1 | fit s |")
+    lines = [header, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     prior = s["log_loss_prior_mean"].iloc[0]
     for m, r in s.iterrows():
         de = dl = ""
@@ -108,7 +108,9 @@ def table(results, predictions, reference="L1-logistic"):
             dl = f"{d.loc[m, 'd_log_loss']:+.3f} +- {d.loc[m, 'd_log_loss_se']:.3f}"
         lines.append(
             f"| {m} | {100 * r.error_rate_mean:.1f} +- {100 * r.error_rate_se:.1f} | "
-            f"{r.genes_mean:.1f} | {r.log_loss_mean:.3f} | {r.ece_pooled:.3f} | {de} | {dl} | "
+            f"{r.genes_mean:.1f} | {r.log_loss_mean:.3f} | {r.ece_pooled:.3f} | "
+            f"{r.ece_pooled_calibrated:.3f} ({r.ece_pooled_calibrated_q95:.3f}) | "
+            f"{r.confidence_gap:+.3f} | {de} | {dl} | "
             f"{r.fit_seconds_mean:.2f} |")
     lines.append(f"(log-loss of the training class frequencies: {prior:.3f})")
     return "\n".join(lines)

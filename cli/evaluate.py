@@ -283,7 +283,8 @@ def _evaluate_summary(summary, results, data, label_key, out, groups=None):
         f"{n_train}/{n_test} train/test partitions ({how})"
     )
     table = Table()
-    for col in ("method", "error rate %", "genes", "log-loss", "ECE"):
+    for col in ("method", "error rate %", "genes", "log-loss", "ECE", "if calibrated",
+                "confidence - accuracy"):
         table.add_column(col, justify="left" if col == "method" else "right")
     for row in summary.itertuples():
         table.add_row(
@@ -292,10 +293,14 @@ def _evaluate_summary(summary, results, data, label_key, out, groups=None):
             f"{row.genes_mean:.1f} ± {row.genes_se:.1f}",
             f"{row.log_loss_mean:.3f} ± {row.log_loss_se:.3f}",
             f"{row.ece_pooled:.3f}",
+            f"{row.ece_pooled_calibrated:.3f} (95%: {row.ece_pooled_calibrated_q95:.3f})",
+            f"{row.confidence_gap:+.3f}",
         )
     console.print(table)
     console.print(f"log-loss of the training class frequencies: "
-                  f"{float(results['log_loss_prior'].mean()):.3f}; ECE pooled over partitions")
+                  f"{float(results['log_loss_prior'].mean()):.3f}; ECE pooled over partitions, "
+                  "beside what sampling alone gives a calibrated model with the same "
+                  "confidences (mean and 95% quantile)")
     if out is not None:
         console.print(
             f"wrote {out}/splits.tsv, {out}/summary.tsv, {out}/predictions.tsv, "

@@ -254,3 +254,47 @@ def test_ep_leave_group_out_scores_the_classifier_estimate():
     wrong = (first["predicted"] != first["label"]).sum()
     assert scores["errors"].iloc[0] == wrong
     assert scores["error_rate"].iloc[0] == pytest.approx(wrong / 48)
+
+
+def test_calibrated_ece_matches_the_binomial_closed_form():
+    # Two bins of constant confidence: the ECE of calibrated draws is
+    # sum_b (n_b / n) |c_b - K_b / n_b| with K_b ~ Binomial(n_b, c_b), whose mean is a finite sum.
+    from scipy.stats import binom
+
+    from ardselect.model_selection import calibrated_ece
+
+    levels = [(0.65, 30), (0.92, 50)]
+    conf = np.concatenate([np.full(n_b, c) for c, n_b in levels])
+    n = conf.size
+    exact = sum(n_b / n * sum(binom.pmf(k, n_b, c) * abs(c - k / n_b) for k in range(n_b + 1))
+                for c, n_b in levels)
+    draws = 4000
+    mean, q95 = calibrated_ece(conf, n_draws=draws, random_state=3)
+    # Monte Carlo standard error of the mean, bounded by the sd of the sum of two bounded terms.
+    sd = np.sqrt(sum((n_b / n) ** 2 * c * (1 - c) / n_b for c, n_b in levels))
+    assert abs(mean - exact) < 4 * sd / np.sqrt(draws)
+    assert q95 > mean
+    assert calibrated_ece(conf, n_draws=50, random_state=1) == calibrated_ece(
+        conf, n_draws=50, random_state=1)
+
+
+def test_summary_separates_miscalibration_from_sampling_noise():
+    # Labels drawn from the model's own probabilities: ECE within the calibrated range. The same
+    # probabilities pushed towards certainty: ECE far above it, and a positive confidence gap.
+    rng = np.random.default_rng(0)
+    p1 = rng.uniform(0.05, 0.95, 600)
+    y = np.where(rng.random(600) < p1, "b", "a")
+    sharp = np.clip(0.5 + 1.6 * (p1 - 0.5), 0.001, 0.999)
+    rows, preds = [], []
+    for method, p in (("calibrated", p1), ("overconfident", sharp)):
+        pred = np.where(p > 0.5, "b", "a")
+        rows.append({"method": method, **{m: 0.0 for m in
+                     ("error_rate", "genes", "log_loss", "brier", "ece", "log_loss_prior",
+                      "fit_seconds")}})
+        preds.append(pd.DataFrame({"method": method, "label": y, "predicted": pred,
+                                   "prob_a": 1 - p, "prob_b": p}))
+    s = summarize(pd.DataFrame(rows), pd.concat(preds)).set_index("method")
+    cal, over = s.loc["calibrated"], s.loc["overconfident"]
+    assert cal["ece_pooled"] < cal["ece_pooled_calibrated_q95"]
+    assert over["ece_pooled"] > 2 * over["ece_pooled_calibrated_q95"]
+    assert over["confidence_gap"] > 0.05 > abs(cal["confidence_gap"])
