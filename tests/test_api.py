@@ -55,3 +55,32 @@ def test_documented_defaults_are_the_real_defaults(name):
         assert m, f"{name}: {p.name} has no documented default"
         documented = ast.literal_eval(m.group(1).strip())
         assert documented == p.default, f"{name}.{p.name}: {documented!r} != {p.default!r}"
+
+
+def test_the_cli_uses_the_public_api_only():
+    # README, "Layout": the CLI is a client of the library. No private module or name of
+    # ardselect may be imported or reached by attribute from cli/ (dunders such as __version__
+    # are public).
+    import ast
+    from pathlib import Path
+
+    def private(name):
+        return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+    found = []
+    for path in sorted((Path(__file__).parents[1] / "cli").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ardselect"):
+                parts = node.module.split(".") + [a.name for a in node.names]
+                found += [f"{path.name}:{node.lineno}" for p in parts if private(p)]
+            elif isinstance(node, ast.Import):
+                found += [f"{path.name}:{node.lineno}" for a in node.names
+                          if a.name.startswith("ardselect")
+                          and any(private(p) for p in a.name.split("."))]
+            elif isinstance(node, ast.Attribute) and private(node.attr):
+                root = node.value
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                if isinstance(root, ast.Name) and root.id == "ardselect":
+                    found.append(f"{path.name}:{node.lineno}")
+    assert not found, f"private ardselect names used by the CLI at {found}"
