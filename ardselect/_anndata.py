@@ -329,6 +329,33 @@ def _uns_value(value):
     return str(value)
 
 
+def _check_rank_options(estimator_params, key_added, max_steps):
+    """One clear error for options that would otherwise fail deep inside, or write a wrong key."""
+    from ._classifier import ARDClassifier
+
+    if estimator_params is not None and not isinstance(estimator_params, Mapping):
+        msg = ("estimator_params must be a dict of ARDClassifier parameters, not "
+               f"{type(estimator_params).__name__}")
+        raise TypeError(msg)
+    given = set(estimator_params or {})
+    valid = set(ARDClassifier().get_params())
+    unknown = sorted(given - valid)
+    if unknown:
+        msg = (f"estimator_params has unknown ARDClassifier parameter(s) {unknown}; valid: "
+               f"{', '.join(sorted(valid))}")
+        raise ValueError(msg)
+    if "criterion" in given:
+        msg = "give criterion as rank_genes' own argument, not in estimator_params"
+        raise ValueError(msg)
+    if "max_steps" in given and max_steps is not None:
+        msg = "give max_steps either as rank_genes' own argument or in estimator_params, not both"
+        raise ValueError(msg)
+    if not isinstance(key_added, str) or not key_added or "/" in key_added:
+        # h5ad and zarr read "a/b" back as a nested group, so the results would be lost.
+        msg = f"key_added must be a non-empty string without '/'; got {key_added!r}"
+        raise ValueError(msg)
+
+
 def rank_genes(
     adata,
     groupby: str,
@@ -447,6 +474,10 @@ def rank_genes(
         labels, or an unknown ``positive``.
     DataError
         NaN or infinite values, duplicated gene names, every gene constant.
+    ValueError
+        ``estimator_params`` names an unknown parameter, or ``criterion`` (an argument of its
+        own), or ``max_steps`` given twice; ``key_added`` empty or with a ``/`` (h5ad and zarr
+        would read it back as a nested key). These are checked before any work.
 
     Examples
     --------
@@ -469,6 +500,7 @@ def rank_genes(
     if not isinstance(adata, ad.AnnData):
         msg = f"adata must be an AnnData object, not {type(adata).__name__}"
         raise TypeError(msg)
+    _check_rank_options(estimator_params, key_added, max_steps)
     params = {
         "groupby": groupby,
         "positive": positive,

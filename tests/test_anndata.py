@@ -244,6 +244,25 @@ def test_layer_errors(small):
         ardselect.rank_genes(small, "label", use_raw=True)
 
 
+@pytest.mark.parametrize(
+    ("options", "error", "match"),
+    [({"estimator_params": {"criterion": "loo"}}, ValueError, "criterion as rank_genes' own"),
+     ({"estimator_params": {"max_step": 10}}, ValueError,
+      r"unknown ARDClassifier parameter\(s\) \['max_step'\]; valid: .*max_steps"),
+     ({"estimator_params": {"max_steps": 10}, "max_steps": 5}, ValueError, "not both"),
+     ({"estimator_params": [("tol", 1e-3)]}, TypeError, "must be a dict"),
+     ({"key_added": "ard/v1"}, ValueError, "without '/'"),
+     ({"key_added": ""}, ValueError, "non-empty string")],
+)
+def test_rank_options_refused_before_any_work(small, options, error, match):
+    # Each failed deep inside (a TypeError from the estimator's constructor) or, for a key with
+    # "/", wrote results that an h5ad file reads back under another key. Nothing is written.
+    before = (set(small.uns), list(small.var.columns))
+    with pytest.raises(error, match=match):
+        ardselect.rank_genes(small, "label", **options)
+    assert (set(small.uns), list(small.var.columns)) == before
+
+
 def test_not_anndata():
     with pytest.raises(TypeError, match="must be an AnnData"):
         ardselect.rank_genes(np.zeros((3, 3)), "label")
