@@ -200,8 +200,10 @@ def partitions(y, *, n_splits=20, train_size=2 / 3, groups=None, random_state=0)
     y = np.asarray(y)
     n = y.shape[0]
     frac = float(train_size) / n if train_size >= 1 else float(train_size)
-    if not 0 < frac < 1:
-        msg = f"train_size must be a fraction in (0, 1) or a count below {n}; got {train_size!r}"
+    if not 0 < frac < 1 or (train_size >= 1 and train_size != int(train_size)):
+        # A count must be whole: 1.5 would otherwise become a training part of one sample.
+        msg = (f"train_size must be a fraction in (0, 1) or a whole count below {n}; "
+               f"got {train_size!r}")
         raise DataError(msg)
     if groups is None:
         size = int(train_size) if train_size >= 1 else float(train_size)

@@ -130,8 +130,9 @@ def evaluate(
         if splits < 1:
             msg = f"--splits must be at least 1, got {splits}"
             raise UsageError(msg)
-        if train_size <= 0:
-            msg = f"--train-size must be positive, got {train_size:g}"
+        if train_size <= 0 or (train_size >= 1 and train_size != int(train_size)):
+            msg = ("--train-size must be a fraction in (0, 1) or a whole number of samples, "
+                   f"got {train_size:g}")
             raise UsageError(msg)
         if out is not None:
             ardselect.pl.require_matplotlib()  # calibration.png, before the partitions run

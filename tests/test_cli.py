@@ -540,6 +540,8 @@ def test_evaluate_with_baselines_and_groups(data, tmp_path):
 def test_evaluate_bad_train_size(data):
     result = run("evaluate", data / "all.csv", "--train-size", 100)
     assert_one_line_error(result, 1, r"--train-size 100 must be below the number of samples \(48\)")
+    result = run("evaluate", data / "all.csv", "--train-size", 1.5)  # was a 1-sample training part
+    assert_one_line_error(result, 2, r"--train-size must be a fraction in \(0, 1\) or a whole")
 
 
 # The full 72 x 7129 set in each format; the CSV and GCT writers are also round-tripped on small

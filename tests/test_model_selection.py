@@ -155,6 +155,7 @@ def test_genes_used_walks_wrappers():
         ({"y": ["a", "b"] * 4}, DataError, "samples but y has"),
         ({"train_size": 10}, DataError, "train_size"),
         ({"train_size": 0.0}, DataError, "train_size"),
+        ({"train_size": 4.5}, DataError, "whole count"),  # was silently 4 samples
         ({"criteria": {"nope": ["loo"]}}, ValueError, "not a method"),
     ],
 )
