@@ -177,6 +177,10 @@ def stratified_sketch(codes, max_samples):
     return np.sort(np.concatenate(rows))
 
 
+#: A dask array with more rows than this, fitted without ``max_samples``, is gathered whole with a
+#: warning: exact EP on that many samples is slow, and the matrix may not fit in memory.
+GATHER_WARN_ROWS = 50_000
+
 _BLAS = []
 
 
@@ -607,6 +611,12 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         X, y, client = _from_dask(X, y)
         X, y = self._sketch(X, y)
         if client is not None:
+            if self.sketch_ is None and X.shape[0] > GATHER_WARN_ROWS:
+                warnings.warn(
+                    f"max_samples is None: all {X.shape[0]:,} rows of the dask array are gathered "
+                    "into memory and fitted exactly; pass max_samples (e.g. 5000) to fit a "
+                    "stratified sketch instead (README, 'Single-cell scale').", UserWarning,
+                    stacklevel=2)
             X = X.compute()  # the sketch's rows (or everything), gathered from the chunks
         X = self._validate_x(X, reset=True)
         classes, y_idx = check_binary_labels(y, X.shape[0])

@@ -56,6 +56,23 @@ def test_lazy_zarr_equals_in_memory(store, max_samples):
         np.testing.assert_array_equal(got.sketch_, ref.sketch_)
 
 
+def test_gathering_a_large_dask_array_whole_warns(store, monkeypatch):
+    # Without max_samples every row is gathered and fitted exactly; above GATHER_WARN_ROWS rows
+    # the user is told so (and how to sketch). With a sketch, no warning.
+    from ardselect import LabelError, _classifier
+
+    path, X, y = store
+    monkeypatch.setattr(_classifier, "GATHER_WARN_ROWS", 200)
+    one_class = np.zeros(y.size)  # the fit then stops right after the gather: no path is run
+    with pytest.warns(UserWarning, match="all 240 rows of the dask array are gathered"), \
+            pytest.raises(LabelError):
+        ARDClassifier().fit(_lazy_x(path), one_class)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(LabelError):
+            ARDClassifier(max_samples=100).fit(_lazy_x(path), one_class)
+
+
 @pytest.mark.slow
 def test_classes_run_as_tasks_on_the_users_client(store):
     distributed = pytest.importorskip("distributed")
