@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import warnings
 from numbers import Integral, Real
@@ -181,18 +182,19 @@ def stratified_sketch(codes, max_samples):
 #: warning: exact EP on that many samples is slow, and the matrix may not fit in memory.
 GATHER_WARN_ROWS = 50_000
 
-_BLAS = []
+@functools.cache
+def _blas_controller():
+    """One :class:`threadpoolctl.ThreadpoolController`, made on first use and kept.
+
+    Making one scans the loaded libraries (about 4 ms here, which a fit used to pay once per fold
+    and class).
+    """
+    return ThreadpoolController()
 
 
 def _one_blas_thread():
-    """A context in which BLAS runs on one thread.
-
-    One :class:`threadpoolctl.ThreadpoolController`, made on first use and kept: making one scans
-    the loaded libraries (about 4 ms here, which a fit used to pay once per fold and class).
-    """
-    if not _BLAS:
-        _BLAS.append(ThreadpoolController())
-    return _BLAS[0].limit(limits=1, user_api="blas")
+    """A context in which BLAS runs on one thread."""
+    return _blas_controller().limit(limits=1, user_api="blas")
 
 
 def _fit_binary(est, k, label, y_idx, Phi_s, allowed):

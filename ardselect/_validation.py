@@ -20,6 +20,16 @@ __all__ = [
 ]
 
 
+def nonfinite_message(n_bad: int, kinds: tuple, col: int) -> str:
+    """The one wording of a refusal of NaN or infinite input (in memory and chunk by chunk).
+
+    ``kinds`` is ``(has_nan, has_inf)``.
+    """
+    kinds = " and ".join(k for k, has in zip(("NaN", "infinite"), kinds, strict=True) if has)
+    return (f"Input X contains {n_bad} {kinds} value(s) (first in column {col}); "
+            "impute or drop them before fitting.")
+
+
 def check_design(X, *, estimator_name: str = "estimator", accept_sparse: bool = True):
     """Return X as float64 (CSC sparse or C-contiguous dense) after checking it.
 
@@ -44,22 +54,13 @@ def check_design(X, *, estimator_name: str = "estimator", accept_sparse: bool = 
     values = X.data if sp.issparse(X) else X
     bad = ~np.isfinite(values)
     if bad.any():
-        n_bad = int(bad.sum())
-        kinds = []
-        if np.isnan(values[bad]).any():
-            kinds.append("NaN")
-        if np.isinf(values[bad]).any():
-            kinds.append("infinite")
         if sp.issparse(X):
             coo = X.tocoo()  # its col array is aligned with its data (CSC indices are rows)
             col = int(coo.col[~np.isfinite(coo.data)].min())
         else:
             col = int(np.flatnonzero(bad.any(axis=0))[0])
-        msg = (
-            f"Input X contains {n_bad} {' and '.join(kinds)} value(s) (first in column {col}); "
-            "impute or drop them before fitting."
-        )
-        raise DataError(msg)
+        kinds = (bool(np.isnan(values[bad]).any()), bool(np.isinf(values[bad]).any()))
+        raise DataError(nonfinite_message(int(bad.sum()), kinds, col))
     if sp.issparse(X):
         X = X.tocsc()
         X.sort_indices()

@@ -21,7 +21,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._lazy import combine_moments, is_dask, moments, reduce_rows
-from ._validation import check_design, constant_columns
+from ._validation import check_design, constant_columns, nonfinite_message
 from .exceptions import DataError
 
 __all__ = ["LOG_CHOICES", "Preprocessor", "auto_log"]
@@ -322,13 +322,7 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             _combine_chunk_stats,
         )
         if stats["bad"]:
-            kinds = " and ".join(k for k, has in zip(("NaN", "infinite"), stats["bad_kinds"],
-                                                     strict=True) if has)
-            msg = (  # worded as check_design words it for an in-memory matrix
-                f"Input X contains {stats['bad']} {kinds} value(s) (first in column "
-                f"{stats['bad_col']}); impute or drop them before fitting."
-            )
-            raise DataError(msg)
+            raise DataError(nonfinite_message(stats["bad"], stats["bad_kinds"], stats["bad_col"]))
         raw = stats["raw"]
         if self.log == "auto":
             self.log_, self.log_reason_ = _auto_decision(raw["min"], raw["max"],
@@ -470,7 +464,8 @@ def _chunk_stats(floor, cap, pseudocount, want_log, block, start):
     values = _values(block)
     bad = ~np.isfinite(values)
     n_bad = int(bad.sum())
-    kinds = (bool(np.isnan(values[bad]).any()), bool(np.isinf(values[bad]).any()))
+    kinds = ((bool(np.isnan(values[bad]).any()), bool(np.isinf(values[bad]).any())) if n_bad
+             else (False, False))
     if sp.issparse(block):
         bad_col = int(block.indices[bad].min()) if n_bad else -1
     else:
