@@ -399,7 +399,7 @@ def rank_genes(
         Use ``adata.raw.X`` (its genes must be ``adata``'s).
     criterion : {"cv", "loo", "loo-prob", "evidence"}, default="cv"
         Model choice (see :class:`~ardselect.ARDClassifier`): by inner cross-validation among the
-        path's model and the screened models (``"cv"``, seeded by ``estimator_params``'
+        path's model, the screened models and the ML candidate (``"cv"``, seeded by ``estimator_params``'
         ``random_state``, 0 by default), or on the path by the paper's criteria.
     log : {"auto", "none", "log2", "log10", "ln"}, default="auto"
         Log transform, ``log_b(x + pseudocount)``; ``"auto"`` takes ``log2`` when the bulk of the

@@ -96,9 +96,10 @@ def ranked_genes_df(
 def path_df(adata, key: str = "ardselect") -> pd.DataFrame:
     """The ARD path stored by :func:`ardselect.rank_genes`.
 
-    Columns ``class``, ``step``, ``action`` (``init``, ``add``, ``delete``, ``reestimate``),
-    ``gene`` (the gene the step acted on, empty if none), ``n_features`` (genes in the model),
-    ``log_evidence``, ``loo_error``, ``loo_prob_error``, ``chosen`` (the step the criterion chose).
+    Columns ``class``, ``step``, ``action`` (``init``, ``add``, ``delete``, ``reestimate``;
+    ``screen`` and ``ml`` for the other candidates of ``criterion="cv"``), ``gene`` (the gene the
+    step acted on, empty if none), ``n_features`` (genes in the model), ``log_evidence``,
+    ``loo_error``, ``loo_prob_error``, ``chosen`` (the step the criterion chose).
     """
     return _uns_to_table(_stored(adata, key)["path"])
 

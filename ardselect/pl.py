@@ -80,9 +80,10 @@ def path(path_table: pd.DataFrame, *, title: str | None = None, fig=None):
     axis; the chosen step is marked by a dashed line (binary) or a dot per class (multi-class,
     with the legend beside the panels, off the curves), as in Figure 2 of Qi et al. (2004). The
     LOO error probability is on a log scale down to its smallest value or to
-    :data:`LOO_PROB_FLOOR` (1e-6), below which values are drawn at the floor. The screened models
-    of ``criterion="cv"`` (``action == "screen"``) follow the path as open squares after a dotted
-    line, not joined to it. Returns the matplotlib Figure.
+    :data:`LOO_PROB_FLOOR` (1e-6), below which values are drawn at the floor. The other candidates
+    of ``criterion="cv"`` follow the path after a dotted line, not joined to it: the screened
+    models (``action == "screen"``) as open squares, the ``ml_candidate`` model (``"ml"``) as an
+    open diamond. Returns the matplotlib Figure.
     """
     require_matplotlib()
     from matplotlib.figure import Figure
@@ -103,17 +104,23 @@ def path(path_table: pd.DataFrame, *, title: str | None = None, fig=None):
             values = sub[col].to_numpy(dtype=float)
             if col == "loo_prob_error":
                 values = np.maximum(values, LOO_PROB_FLOOR)
-            # The screened models (criterion="cv") are recorded after the ARD path but are not
+            # The other candidates of criterion="cv" are recorded after the ARD path but are not
             # steps of it: drawn as separate markers, not joined to the path's curve.
-            screen = (sub["action"].astype(str) == "screen").to_numpy() if "action" in sub \
-                else np.zeros(len(sub), dtype=bool)
+            action = (sub["action"].astype(str).to_numpy() if "action" in sub
+                      else np.full(len(sub), ""))
+            screen, ml = action == "screen", action == "ml"
             steps = sub["step"].to_numpy()
-            ax.plot(steps[~screen], values[~screen], color=color, lw=1.2,
+            on_path = ~(screen | ml)
+            ax.plot(steps[on_path], values[on_path], color=color, lw=1.2,
                     label=cls if multi else None)
             if screen.any():
                 ax.plot(steps[screen], values[screen], "s", color=color, ms=3.5, mfc="none",
                         label=None if multi or i else "screened models (top-k genes)")
-                ax.axvline(steps[screen].min() - 0.5, color="0.6", ls=":", lw=0.8)
+            if ml.any():
+                ax.plot(steps[ml], values[ml], "D", color=color, ms=4, mfc="none",
+                        label=None if multi or i else "LOO model of the ML path")
+            if not on_path.all():
+                ax.axvline(steps[~on_path].min() - 0.5, color="0.6", ls=":", lw=0.8)
             chosen = sub["chosen"].astype(bool).to_numpy()
             if chosen.any():
                 if multi:
@@ -127,8 +134,9 @@ def path(path_table: pd.DataFrame, *, title: str | None = None, fig=None):
             label += " (log)"
         ax.set_ylabel(label)
         ax.grid(visible=True, alpha=0.3)
-    has_screens = "action" in path_table and (path_table["action"].astype(str) == "screen").any()
-    axes[-1].set_xlabel("path step (after the dotted line: screened models)" if has_screens
+    has_others = "action" in path_table and \
+        path_table["action"].astype(str).isin(["screen", "ml"]).any()
+    axes[-1].set_xlabel("path step (after the dotted line: the other CV candidates)" if has_others
                         else "path step")
     axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[-1].yaxis.set_major_locator(MaxNLocator(integer=True))

@@ -46,9 +46,9 @@ def fit(
         typer.Option(
             "--criterion",
             "-c",
-            help="Model choice: 'cv' (inner cross-validation among the path's model and the "
-            "screened models of the strongest genes, with calibrated probabilities; the "
-            "default), or on the path alone: 'loo' (EP leave-one-out error, predictive ARD), "
+            help="Model choice: 'cv' (inner cross-validation among the path's model, the "
+            "screened models of the strongest genes and the LOO model of a penalty-free path, "
+            "with calibrated probabilities; the default), or on the path alone: 'loo' (EP leave-one-out error, predictive ARD), "
             "'loo-prob' (LOO error probability), 'evidence' (EP evidence).",
             case_sensitive=False,
         ),
@@ -153,10 +153,12 @@ def fit(
         n_classes = y.dropna().astype(str).nunique()
         n_problems = n_classes if (n_classes > 2 and positive is None) else 1
         # One path per problem, and with the inner cross-validation one more per fold and repeat
-        # (at most cv x cv_repeats: fewer folds when a class is small).
+        # (at most cv x cv_repeats: fewer folds when a class is small); there, each fit also runs
+        # the ML candidate's path.
         defaults = ardselect.ARDClassifier()
-        n_folds = defaults.cv * defaults.cv_repeats if criterion.value == "cv" else 0
-        n_paths = n_problems * (1 + n_folds)
+        cv = criterion.value == "cv"
+        n_folds = defaults.cv * defaults.cv_repeats if cv else 0
+        n_paths = n_problems * (1 + n_folds) * (2 if cv and defaults.ml_candidate else 1)
         with path_progress(n_paths, quiet=quiet):
             ardselect.rank_genes(
                 adata,

@@ -3,6 +3,7 @@
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.special import log_ndtr
 from sklearn.feature_selection import f_classif
@@ -67,9 +68,9 @@ def test_screened_models_are_shared_precision_ep_on_the_f_ranking():
     path = clf.path_
     screened = path[path["action"] == "screen"]
     assert screened["n_basis"].tolist() == [1, 3, 10]
-    # The screened models are recorded after the ARD steps.
-    assert (path["action"].iloc[-3:] == "screen").all()
-    assert "screen" not in set(path["action"].iloc[:-3])
+    # The screened models are recorded after the ARD steps, then the ML candidate.
+    assert path["action"].iloc[-4:].tolist() == ["screen"] * 3 + ["ml"]
+    assert "screen" not in set(path["action"].iloc[:-4])
     for step, k in zip(screened["step"], [1, 3, 10], strict=True):
         model = clf.at_step(np.array([step]))
         assert set(np.flatnonzero(model.get_support())) == set(f_order[:k])
@@ -213,7 +214,7 @@ def test_path_criteria_ignore_the_screened_models_and_match_criterion_loo():
     cv = ARDClassifier(cv=3).fit(X, y)
     loo = ARDClassifier(criterion="loo").fit(X, y)
     assert "screen" not in set(loo.path_["action"])
-    ard_steps = cv.path_[cv.path_["action"] != "screen"].drop(columns="ep_sweeps")
+    ard_steps = cv.path_[~cv.path_["action"].isin(["screen", "ml"])].drop(columns="ep_sweeps")
     assert ard_steps.reset_index(drop=True).equals(loo.path_.drop(columns="ep_sweeps"))
     for crit in ("loo", "loo-prob", "evidence"):
         assert cv.choose_step(crit)[0] == loo.choose_step(crit)[0]
@@ -250,3 +251,86 @@ def test_bad_screen_sizes(sizes):
     X, y = _standardized(rng, n=20, p=5)
     with pytest.raises(ValueError, match="screen_sizes"):
         ARDClassifier(screen_sizes=sizes).fit(X, y)
+
+
+# ---------------------------------------------------------------------------- the ML candidate
+_ML = {"criterion": "loo", "inclusion_penalty": 0.0, "alpha_min": 1.0}
+
+
+def test_the_ml_candidate_is_the_loo_model_of_the_penalty_free_capped_path():
+    """On the full training set, 'ard-ml' is the LOO model of the penalty-free, floor-1 path.
+
+    That is the model criterion='loo' picks on a path with no inclusion penalty and the precision
+    floor 1, refitted as its own estimator.
+    """
+    rng = np.random.default_rng(4)
+    X, y = _standardized(rng, n=50, p=80, signal=range(8))
+    clf = ARDClassifier(cv=3).fit(X, y)
+    row = clf.cv_results_.set_index("candidate").loc["ard-ml"]
+    assert clf.path_.set_index("step").loc[row["step"], "action"] == "ml"
+    ref = ARDClassifier(**_ML).fit(X, y)
+    ml = clf.at_step(np.array([row["step"]]))
+    np.testing.assert_array_equal(ml.get_support(), ref.get_support())
+    np.testing.assert_allclose(ml.coef_, ref.coef_, rtol=1e-6, atol=1e-9)
+    assert row["n_genes"] == ref.get_support().sum()
+
+
+def test_cv_log_loss_of_the_ml_candidate_equals_actual_refits():
+    rng = np.random.default_rng(6)
+    X, y = _standardized(rng, n=45, p=60, signal=range(6))
+    clf = ARDClassifier(screen_sizes=(2,), cv=3, cv_repeats=2, random_state=2).fit(X, y)
+    t = np.tile(np.where(y == 1, 1.0, -1.0), 2)
+    z = np.zeros(t.size)
+    genes = []
+    for tr, pooled in _folds(clf, y):
+        fold = ARDClassifier(**_ML).fit(X[tr], y[tr])
+        m, v = fold._latent(X[pooled % len(y)])
+        z[pooled] = m[:, 0] / np.sqrt(1.0 + v[:, 0])
+        genes.append(fold.get_support().sum())
+    row = clf.cv_results_.set_index("candidate").loc["ard-ml"]
+    assert row["cv_log_loss_raw"] == pytest.approx(-np.mean(log_ndtr(t * z)), abs=1e-3)
+    assert row["cv_n_genes"] == pytest.approx(np.mean(genes))
+
+
+def test_without_the_ml_candidate_the_other_candidates_are_unchanged():
+    rng = np.random.default_rng(9)
+    X, y = _standardized(rng, n=40, p=50)
+    on = ARDClassifier(cv=3).fit(X, y)
+    off = ARDClassifier(cv=3, ml_candidate=False).fit(X, y)
+    assert "ard-ml" not in set(off.cv_results_["candidate"])
+    assert "ml" not in set(off.path_["action"])
+    cols = ["candidate", "step", "n_genes", "cv_n_genes", "cv_log_loss_raw", "cv_log_loss",
+            "temperature"]
+    rest = on.cv_results_[on.cv_results_["candidate"] != "ard-ml"][cols].reset_index(drop=True)
+    pd.testing.assert_frame_equal(rest, off.cv_results_[cols].reset_index(drop=True))
+    # Other criteria do not run the second path.
+    assert "ml" not in set(ARDClassifier(criterion="loo").fit(X, y).path_["action"])
+
+
+@pytest.mark.parametrize("patience", [1, 3, 10])
+def test_loo_stall_never_changes_the_loo_choice_it_could_see(seed, patience):
+    """_LooStall never ends a path before the LOO choice it would make.
+
+    It ends a path at its first zero-LOO step (the LOO choice of the whole path) or ``patience``
+    steps after its last new minimum (the LOO choice of the steps so far).
+    """
+    from ardselect._classifier import _LooStall
+    from ardselect._criteria import choose_step
+
+    rng = np.random.default_rng(seed)
+    n = 20
+    loo = rng.integers(0, 8, size=60) / (2 * n) + rng.normal(scale=1e-14, size=60)  # float noise
+    stop = _LooStall(patience)
+    end = next((k for k, v in enumerate(loo) if stop({"loo_error": v})), None)
+    pick = lambda v: choose_step(np.zeros(v.size), v, np.zeros(v.size), "loo")  # noqa: E731
+    if end is None:  # never stopped: no zero, and a new minimum at least every `patience` steps
+        assert np.round(loo, 12).min() > 0
+        return
+    seen = loo[: end + 1]
+    first_min = pick(seen)
+    if np.round(loo[end], 12) <= 0:
+        assert first_min == end  # the first zero: no later step can be chosen
+        assert pick(loo) == end  # the whole path's choice
+    else:
+        assert end - first_min == patience  # stopped exactly `patience` steps after the minimum
+        assert np.all(np.round(seen[first_min + 1:], 12) >= np.round(seen[first_min], 12))

@@ -146,25 +146,32 @@ def test_figures_ask_for_the_plot_extra_without_matplotlib(monkeypatch):
 
 
 def test_screened_models_are_markers_apart_from_the_path():
-    # criterion="cv" records its screened models after the ARD steps; they are not path steps, so
-    # the path's curve stops before them and they are drawn as unjoined markers.
+    # criterion="cv" records its screened models and its ML candidate after the ARD steps; they
+    # are not path steps, so the path's curve stops before them and they are drawn as unjoined
+    # markers: squares for the screened models, a diamond for the ML candidate.
     path_table = pd.DataFrame(
         {
-            "class": ["b"] * 6,
-            "step": [0, 1, 2, 3, 4, 5],
-            "action": ["init", "add", "delete", "screen", "screen", "screen"],
-            "log_evidence": [-9.0, -8.0, -7.5, -12.0, -10.0, -11.0],
-            "loo_error": [0.2, 0.1, 0.1, 0.2, 0.1, 0.1],
-            "loo_prob_error": [0.21, 0.12, 0.1, 0.2, 0.1, 0.1],
-            "n_features": [1, 2, 1, 1, 5, 10],
-            "chosen": [False, False, False, False, True, False],
+            "class": ["b"] * 7,
+            "step": [0, 1, 2, 3, 4, 5, 6],
+            "action": ["init", "add", "delete", "screen", "screen", "screen", "ml"],
+            "log_evidence": [-9.0, -8.0, -7.5, -12.0, -10.0, -11.0, -8.5],
+            "loo_error": [0.2, 0.1, 0.1, 0.2, 0.1, 0.1, 0.0],
+            "loo_prob_error": [0.21, 0.12, 0.1, 0.2, 0.1, 0.1, 0.01],
+            "n_features": [1, 2, 1, 1, 5, 10, 7],
+            "chosen": [False, False, False, False, True, False, False],
         }
     )
     fig = pl.path(path_table)
     lines = fig.axes[0].get_lines()
     curve = [ln for ln in lines if ln.get_linestyle() == "-" and ln.get_marker() in ("None", "")]
     marks = [ln for ln in lines if ln.get_marker() == "s"]
+    ml = [ln for ln in lines if ln.get_marker() == "D"]
     assert [list(ln.get_xdata()) for ln in curve] == [[0, 1, 2]]
     assert [list(ln.get_xdata()) for ln in marks] == [[3, 4, 5]]
+    assert [list(ln.get_xdata()) for ln in ml] == [[6]]
     assert marks[0].get_linestyle() == "None"
-    assert "screened models" in fig.axes[-1].get_xlabel()
+    assert ml[0].get_linestyle() == "None"
+    assert "other CV candidates" in fig.axes[-1].get_xlabel()
+    # The dotted separator sits before the first candidate.
+    seps = [ln for ln in lines if ln.get_linestyle() == ":"]
+    assert [list(ln.get_xdata()) for ln in seps] == [[2.5, 2.5]]
