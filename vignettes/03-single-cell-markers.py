@@ -190,9 +190,9 @@ print(table.to_string(float_format=lambda v: f"{v:.3f}"))
 # near perfect. On all ten types most errors fall between the T-cell subsets and between CD14+
 # monocytes and dendritic cells, which bulk sorting separates by surface proteins more than by
 # mRNA. There, **ARD's panel does not win**: measured on the 5 partitions (467 training / 233
-# held-out cells), ARD-EP erred on 18.8 +- 1.6% of held-out cells with 497 genes (log-loss 0.53), an
-# L2-logistic regression on scanpy's `logreg` markers cut to as many genes on 16.2 +- 0.9% (log-loss
-# 0.45), and on its `wilcoxon` markers on 17.6 +- 0.6% (log-loss 0.53). ARD's one-vs-rest panels,
+# held-out cells), ARD-EP erred on 19.2 +- 1.5% of held-out cells with 490 genes (log-loss 0.53), an
+# L2-logistic regression on scanpy's `logreg` markers cut to as many genes on 16.2 +- 0.7% (log-loss
+# 0.45), and on its `wilcoxon` markers on 17.6 +- 0.7% (log-loss 0.54). ARD's one-vs-rest panels,
 # each chosen for one type against the rest, classify less well than a multinomial model fitted on
 # a marker list; what ARD adds here is the sparse per-type panel with its certainty, not a better
 # classifier. For cells
