@@ -90,6 +90,13 @@ def evaluate(
             show_default=False,
         ),
     ] = None,
+    ml_candidate: Annotated[
+        bool,
+        typer.Option("--ml-candidate/--no-ml-candidate",
+                     help="ARD-EP's inner cross-validation includes the LOO model of a second, "
+                     "penalty-free path (the default); --no-ml-candidate evaluates the model "
+                     "without it."),
+    ] = True,
     n_jobs: Annotated[
         int, typer.Option("--n-jobs", "-j", help="Parallel workers (-1: all cores).")
     ] = -1,
@@ -169,7 +176,7 @@ def evaluate(
         if train_size >= 1 and not train_size < y.size:
             msg = f"--train-size {train_size:g} must be below the number of samples ({y.size})"
             raise ardselect.DataError(msg)
-        params = {"constant_features": "ignore"}
+        params = {"constant_features": "ignore", "ml_candidate": ml_candidate}
         if max_steps is not None:
             params["max_steps"] = int(max_steps)
         methods = {"ARD-EP": ardselect.ARDClassifier(random_state=seed, **params)}

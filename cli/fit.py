@@ -86,6 +86,14 @@ def fit(
                      "'bic' (log(samples)/2, the default; keeps paths short on large data) or a "
                      "number >= 0 (0: the paper's type-II maximum likelihood)."),
     ] = "bic",
+    ml_candidate: Annotated[
+        bool,
+        typer.Option("--ml-candidate/--no-ml-candidate",
+                     help="With --criterion cv, let the LOO model of a second, penalty-free path "
+                     "(precision floor 1) compete in the inner cross-validation (the default). "
+                     "--no-ml-candidate skips that path: faster on many samples, where it rarely "
+                     "wins (README, 'The precision floor')."),
+    ] = True,
     lazy: Annotated[
         bool,
         typer.Option("--lazy", help="h5ad/zarr only: leave X on disk, read in chunks of 10,000 "
@@ -158,7 +166,7 @@ def fit(
         defaults = ardselect.ARDClassifier()
         cv = criterion.value == "cv"
         n_folds = defaults.cv * defaults.cv_repeats if cv else 0
-        n_paths = n_problems * (1 + n_folds) * (2 if cv and defaults.ml_candidate else 1)
+        n_paths = n_problems * (1 + n_folds) * (2 if cv and ml_candidate else 1)
         with path_progress(n_paths, quiet=quiet):
             ardselect.rank_genes(
                 adata,
@@ -175,7 +183,7 @@ def fit(
                 symbol_key=symbol_key,
                 max_steps=max_steps,
                 estimator_params={"random_state": seed, "inclusion_penalty": penalty,
-                                  "max_samples": max_samples},
+                                  "max_samples": max_samples, "ml_candidate": ml_candidate},
             )
         ranked = ardselect.get.ranked_genes_df(adata)
         multi = ranked["class"].nunique() > 1

@@ -887,3 +887,29 @@ def test_inclusion_penalty_option(data, tmp_path):
         result = run("fit", data / "train.csv", "--inclusion-penalty", bad, "-o", tmp_path / "x")
         assert_one_line_error(result, 2, r"--inclusion-penalty must be 'bic' or a number >= 0")
         assert not (tmp_path / "x").exists()
+
+
+def test_ml_candidate_option(data, tmp_path, monkeypatch):
+    """--no-ml-candidate reaches the estimator: no ML path, no "ml" record; the default has both."""
+    for flag, expected in (("--ml-candidate", True), ("--no-ml-candidate", False)):
+        out = tmp_path / flag
+        result = run("fit", data / "train.csv", flag, "-o", out, "-q", "--write-h5ad",
+                     tmp_path / f"{flag}.h5ad")
+        assert result.exit_code == 0, result.stderr
+        params = ad.read_h5ad(tmp_path / f"{flag}.h5ad").uns["ardselect"]["params"]
+        assert bool(params["estimator_params"]["ml_candidate"]) is expected
+        actions = set(pd.read_csv(out / "path.tsv", sep="\t")["action"])
+        assert ("ml" in actions) is expected
+    # evaluate passes it to the ARD-EP model it builds.
+    made = []
+
+    class Spy(ardselect.ARDClassifier):
+        def fit(self, X, y):
+            made.append(self.ml_candidate)
+            return super().fit(X, y)
+
+    monkeypatch.setattr(ardselect, "ARDClassifier", Spy)
+    result = run("evaluate", data / "all.csv", "--splits", 2, "--no-ml-candidate", "-j", 1)
+    assert result.exit_code == 0, result.stderr
+    assert made
+    assert not any(made)
