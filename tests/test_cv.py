@@ -334,3 +334,39 @@ def test_loo_stall_never_changes_the_loo_choice_it_could_see(seed, patience):
     else:
         assert end - first_min == patience  # stopped exactly `patience` steps after the minimum
         assert np.all(np.round(seen[first_min + 1:], 12) >= np.round(seen[first_min], 12))
+
+
+def test_the_ml_path_ends_within_patience_steps_of_its_best_loo_model(monkeypatch):
+    """The ML candidate's path ends at most `patience` steps after its first smallest LOO error.
+
+    On dense, non-separable data a penalty-free path would keep adding weakly relevant genes.
+    """
+    from ardselect import _sequential
+    from ardselect._classifier import ML_ALPHA_MIN
+
+    ml_paths = []
+    run = _sequential.SequentialPath.run
+
+    def recording(self):
+        out = run(self)
+        if self.alpha_min == ML_ALPHA_MIN:
+            ml_paths.append(np.array([s.stats["loo_error"] for s in self.steps]))
+        return out
+
+    monkeypatch.setattr(_sequential.SequentialPath, "run", recording)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 150))
+    w = np.zeros(150)
+    w[:15] = rng.normal(size=15)
+    y = (X @ w + rng.normal(size=400) > 0).astype(int)
+    ARDClassifier(cv=2, patience=10).fit(X, y)
+    assert len(ml_paths) == 3  # the full data and two folds
+    for loo in ml_paths:
+        v = np.round(loo, 12)
+        first_min = int(np.argmin(v))
+        assert v.min() > 0  # not separable: only the stall can end it early
+        assert len(v) - 1 <= first_min + 10
+    # Without the stall (patience=0) the same paths run on, past their best LOO model by far.
+    ml_paths.clear()
+    ARDClassifier(cv=2, patience=0).fit(X, y)
+    assert max(len(v) - 1 - int(np.argmin(np.round(v, 12))) for v in ml_paths) > 10
