@@ -21,7 +21,7 @@ from threadpoolctl import ThreadpoolController
 from ._base import ConstantFeatureWarning, _ARDPathEstimator, _Chosen, label
 from ._basis import make_basis, unit_rms
 from ._certainty import inclusion_certainty, leave_one_out_sq
-from ._criteria import CRITERIA, check_criterion, choose_step, group_cavities
+from ._criteria import CRITERIA, check_criterion, choose_step, comparable_loo, group_cavities
 from ._cv import choose_candidate, fit_combine_temperature, step_latent_z
 from ._ep import LatentPosterior, loo_error, loo_prob_error, run_ep
 from ._probit import probit_log_proba, tilted_moments
@@ -263,8 +263,7 @@ class _LooStall:
         self.since = 0
 
     def __call__(self, stats):
-        # LOO errors are multiples of 1/(2n): rounded as choose_step rounds them.
-        v = round(float(stats["loo_error"]), 12)
+        v = float(comparable_loo(stats["loo_error"]))  # as choose_step compares them
         if v < self.best:
             self.best, self.since = v, 0
         else:
@@ -731,11 +730,15 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         prob = _EPProbitProblem(design, allowed, loo_prob_scale=self.loo_prob_scale,
                                 damping=self.damping, ep_tol=self.ep_tol,
                                 ep_max_iter=self.ep_max_iter)
-        path = SequentialPath(prob, init=init, max_steps=self.max_steps, tol=self.tol,
-                              max_init=self._max_init(design.shape[0]), alpha_min=self.alpha_min,
-                              patience=self.patience, progress_label=str(label),
-                              penalty=self._penalty(design.shape[0], design.shape[1]),
-                              stop=_no_loo_errors if fold else None, fixed=fixed).run()
+
+        def run_path(alpha_min, penalty, stop):
+            return SequentialPath(prob, init=init, max_steps=self.max_steps, tol=self.tol,
+                                  max_init=self._max_init(design.shape[0]), alpha_min=alpha_min,
+                                  patience=self.patience, progress_label=str(label),
+                                  penalty=penalty, stop=stop, fixed=fixed).run()
+
+        path = run_path(self.alpha_min, self._penalty(design.shape[0], design.shape[1]),
+                        _no_loo_errors if fold else None)
         steps = list(path.steps)
         n_ard = len(steps)
         if self._screening:
@@ -747,10 +750,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             # The second ARD candidate: the paper's type-II maximum likelihood (no inclusion
             # penalty) with the precision floor raised to ML_ALPHA_MIN, read only by its LOO
             # choice, so it ends at its first step without LOO errors or LOO-stalled (_LooStall).
-            ml = SequentialPath(prob, init=init, max_steps=self.max_steps, tol=self.tol,
-                                max_init=self._max_init(design.shape[0]), alpha_min=ML_ALPHA_MIN,
-                                patience=self.patience, progress_label=str(label), penalty=0.0,
-                                stop=_LooStall(self.patience), fixed=fixed).run()
+            ml = run_path(ML_ALPHA_MIN, 0.0, _LooStall(self.patience))
             pick = ml.steps[_path_choice(ml.steps, "loo")]
             steps.append(Step(len(steps), ML_ACTION, -1, pick.active, pick.alpha, pick.stats,
                               pick.state))

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CRITERIA", "PATH_CRITERIA", "choose_step", "check_criterion", "group_cavities", "joint_latent_cov"]
+__all__ = ["CRITERIA", "PATH_CRITERIA", "check_criterion", "choose_step", "comparable_loo", "group_cavities",
+           "joint_latent_cov"]
 
 #: The model-choice criteria, in the order the CLI lists them.
 CRITERIA = ("cv", "loo", "loo-prob", "evidence")
@@ -28,6 +29,11 @@ def check_criterion(criterion) -> str:
         msg = f"criterion must be one of {CRITERIA}; got {criterion!r}."
         raise ValueError(msg)
     return criterion
+
+
+def comparable_loo(loo_error):
+    """LOO errors rounded for comparison: they are multiples of 1/(2n), so float noise is dropped."""
+    return np.round(np.asarray(loo_error, dtype=float), 12)
 
 
 def choose_step(log_evidence, loo_error, loo_prob_error, criterion: str) -> int:
@@ -46,8 +52,7 @@ def choose_step(log_evidence, loo_error, loo_prob_error, criterion: str) -> int:
     if criterion == "evidence":
         v = -np.asarray(log_evidence, dtype=float)
     elif criterion == "loo":
-        # LOO errors are multiples of 1/(2n): round away float noise before comparing.
-        v = np.round(np.asarray(loo_error, dtype=float), 12)
+        v = comparable_loo(loo_error)
     else:
         v = np.asarray(loo_prob_error, dtype=float)
     v = np.where(np.isnan(v), np.inf, v)

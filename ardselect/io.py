@@ -45,6 +45,7 @@ __all__ = [
     "read_labels",
     "read_lazy",
     "read_table",
+    "require_file",
     "split_gene_columns",
     "write_cls",
     "write_gct",
@@ -77,8 +78,13 @@ def _path(path) -> Path:
     return Path(os.fspath(path)).expanduser()
 
 
-def _require_file(path) -> Path:
-    """``path`` exists and is a file (or, for a ``.zarr`` store, a directory)."""
+def require_file(path) -> Path:
+    """``path`` (``~`` expanded) if it exists and is a file, or a directory for a ``.zarr`` store.
+
+    Every reader checks its input with this rule first; it raises
+    :class:`~ardselect.MissingFileError` for a missing path and
+    :class:`~ardselect.FileFormatError` for a directory (or a ``.zarr`` name that is not one).
+    """
     path = _path(path)
     if not path.exists():
         msg = f"file not found: {path}"
@@ -350,7 +356,7 @@ def read_data(
         Duplicated gene or sample names, no numeric data, an unknown column in ``drop`` or
         ``gene_columns``, or a gene column that encodes the label.
     """
-    path = _require_file(path)
+    path = require_file(path)
     fmt = detect_format(path)
     if (gene_columns is not None or drop) and fmt not in ("csv", "tsv"):
         msg = (f"choosing gene columns (--gene-columns, --drop) applies to CSV/TSV tables, not "
@@ -441,7 +447,7 @@ def read_lazy(path, *, layer: str | None = None, chunk_rows: int = LAZY_CHUNK_RO
     except ImportError:
         msg = "reading X lazily needs dask: pip install 'ardselect[dask]'"
         raise ImportError(msg) from None
-    path = _require_file(path)
+    path = require_file(path)
     root = _open_store(path)
     missing = [k for k in ("obs", "var") if k not in root]
     if missing or ("X" not in root and layer is None):
@@ -512,7 +518,7 @@ def read_h5ad(path, *, layer: str | None = None):
     """
     import anndata as ad
 
-    path = _require_file(path)
+    path = require_file(path)
     _check_hdf5(path)
     return _use_layer(_read_with(ad.read_h5ad, path, "h5ad (corrupted or truncated?)"), layer, path)
 
@@ -548,7 +554,7 @@ def read_table(path, *, genes_in_rows: bool = False, label_key: str | None = Non
     """
     import anndata as ad
 
-    path = _require_file(path)
+    path = require_file(path)
     df = _read_csv(path, low_memory=False)
     if df.shape[0] == 0 or df.shape[1] < 2:
         msg = f"{path.name} holds no expression table ({df.shape[0]} rows x {df.shape[1]} columns)"
@@ -629,7 +635,7 @@ def read_gct(path):
     """
     import anndata as ad
 
-    path = _require_file(path)
+    path = require_file(path)
     opener = gzip.open if path.name.lower().endswith(".gz") else open
     try:
         with opener(path, "rt", encoding="utf-8", newline="") as fh:
@@ -685,7 +691,7 @@ def read_cls(path) -> np.ndarray:
     sample. Labels on line 3 may be the class names or any tokens (e.g. ``0 1``): as in the GSEA
     documentation, the first distinct token maps to the first name on line 2, and so on.
     """
-    path = _require_file(path)
+    path = require_file(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (UnicodeDecodeError, OSError) as exc:
@@ -724,7 +730,7 @@ def read_labels(path, sample_names=None) -> pd.Series:
     A CLS file gives labels in sample order, so its length must match ``sample_names``. A table is
     joined on the sample id; every sample in ``sample_names`` must have a label.
     """
-    path = _require_file(path)
+    path = require_file(path)
     if path.name.lower().endswith(".cls"):
         values = read_cls(path)
         if sample_names is not None and len(values) != len(sample_names):

@@ -24,7 +24,7 @@ from ._probit import probit_log_proba
 from ._validation import check_unique_names
 from ._version import __version__
 from .exceptions import FileFormatError, ModelError
-from .io import _require_file, atomic_write
+from .io import atomic_write, require_file
 from .preprocessing import Preprocessor
 
 __all__ = ["MODEL_FORMAT", "MODEL_FORMAT_VERSION", "PortableModel", "Posterior", "load_model"]
@@ -353,7 +353,7 @@ class PortableModel:
 
 def load_model(path) -> PortableModel:
     """Read a ``model.json`` written by ``ardselect fit`` or :meth:`PortableModel.save`."""
-    path = _require_file(path)
+    path = require_file(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

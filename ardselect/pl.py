@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ._classifier import ML_ACTION
+from ._screen import SCREEN
 from .io import atomic_write
 
 __all__ = [
@@ -108,7 +110,7 @@ def path(path_table: pd.DataFrame, *, title: str | None = None, fig=None):
             # steps of it: drawn as separate markers, not joined to the path's curve.
             action = (sub["action"].astype(str).to_numpy() if "action" in sub
                       else np.full(len(sub), ""))
-            screen, ml = action == "screen", action == "ml"
+            screen, ml = action == SCREEN, action == ML_ACTION
             steps = sub["step"].to_numpy()
             on_path = ~(screen | ml)
             ax.plot(steps[on_path], values[on_path], color=color, lw=1.2,
@@ -135,7 +137,7 @@ def path(path_table: pd.DataFrame, *, title: str | None = None, fig=None):
         ax.set_ylabel(label)
         ax.grid(visible=True, alpha=0.3)
     has_others = "action" in path_table and \
-        path_table["action"].astype(str).isin(["screen", "ml"]).any()
+        path_table["action"].astype(str).isin([SCREEN, ML_ACTION]).any()
     axes[-1].set_xlabel("path step (after the dotted line: the other CV candidates)" if has_others
                         else "path step")
     axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -147,17 +147,7 @@ def check_input(path: Path) -> Path:
     """The input must exist and be a readable file, or a ``.zarr`` store (one-line errors, exit 1)."""
     import ardselect
 
-    path = Path(path)
-    if not path.exists():
-        msg = f"file not found: {path}"
-        raise ardselect.MissingFileError(msg)
-    if path.name.lower().endswith(".zarr"):
-        if not path.is_dir():
-            msg = f"{path} is not a zarr store (a .zarr store is a directory)"
-            raise ardselect.FileFormatError(msg)
-    elif path.is_dir():
-        msg = f"{path} is a directory, not a file"
-        raise ardselect.FileFormatError(msg)
+    path = ardselect.io.require_file(path)  # the library's rule: missing, a directory, not a zarr
     if not os.access(path, os.R_OK):
         msg = f"{path} is not readable"
         raise ardselect.FileFormatError(msg)
