@@ -145,6 +145,8 @@ def make_basis(kernel: str | Callable = "features", gamma="scale", degree=3, coe
 def design_matrix(basis, X, *, fit_intercept: bool):
     """``basis.transform(X)`` (CSC if sparse), with a column of ones appended for the intercept."""
     Phi = basis.transform(X)
+    if hasattr(Phi, "with_intercept"):  # a lazy design (``_lazy.LazyDesign``)
+        return Phi.with_intercept() if fit_intercept else Phi
     if sp.issparse(Phi):
         Phi = Phi.tocsc()
     if fit_intercept:
@@ -160,8 +162,11 @@ def unit_rms(Phi):
     ARD models are invariant to the scale of a basis function (its precision absorbs it), so this
     changes no result; it keeps the algebra well conditioned for features whose scales span many
     orders of magnitude. Returns ``(Phi_scaled, scale, nonzero)``; all-zero columns keep scale 1 and
-    are flagged in ``nonzero`` so callers can keep them out of the model. Sparse stays sparse (CSC).
+    are flagged in ``nonzero`` so callers can keep them out of the model. Sparse stays sparse (CSC);
+    a lazy design (``_lazy.LazyDesign``) stays lazy (one pass for the scales).
     """
+    if hasattr(Phi, "unit_rms"):
+        return Phi.unit_rms()
     if sp.issparse(Phi):
         scale = np.sqrt(np.asarray(Phi.multiply(Phi).mean(axis=0)).ravel())
     else:

@@ -24,6 +24,7 @@ from ._certainty import inclusion_certainty, leave_one_out_sq
 from ._criteria import CRITERIA, check_criterion, choose_step, comparable_loo, group_cavities
 from ._cv import choose_candidate, fit_combine_temperature, step_latent_z
 from ._ep import LatentPosterior, loo_error, loo_prob_error, run_ep
+from ._lazy import LazyDesign
 from ._probit import probit_log_proba, tilted_moments
 from ._screen import INTERCEPT_ALPHA, screen_order, screen_steps
 from ._sequential import SequentialPath, Step, score_candidates
@@ -232,7 +233,8 @@ def _fold_candidates(est, k, label, y_idx, Phi_s, allowed, train, test):
         warnings.simplefilter("ignore")  # the full fit reports its own warnings
         prob, _, steps, n_ard = est._problem_steps(_sign_in_place(Phi_tr, t), t, allowed_f,
                                                    label, fold=True)
-        rows = Phi_s[test] @ sp.diags(1.0 / scale) if sp.issparse(Phi_s) else Phi_s[test] / scale
+        rows = (Phi_s[test] @ sp.diags(1.0 / scale) if sp.issparse(Phi_s)
+                else Phi_s[test] / scale)
         picked = {"ard": steps[_path_choice(steps[:n_ard], "loo")]}
         extra = steps[n_ard:]
         if est._ml:
@@ -273,11 +275,15 @@ class _LooStall:
 
 def _signed(Phi, t):
     """The design with row i multiplied by ``t[i]`` (CSC if sparse)."""
+    if isinstance(Phi, LazyDesign):
+        return Phi.with_signs(t)
     return (sp.diags(t) @ Phi).tocsc() if sp.issparse(Phi) else t[:, None] * Phi
 
 
 def _sign_in_place(Phi, t):
     """:func:`_signed` without a copy, for a design this caller owns (CSC or dense)."""
+    if isinstance(Phi, LazyDesign):
+        return Phi.with_signs(t)
     if sp.issparse(Phi):
         Phi = sp.csc_matrix(Phi)
         Phi.data *= t[Phi.indices]
@@ -663,7 +669,19 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             raise LabelError(msg)
         X, y, client = _from_dask(X, y)
         X, y = self._sketch(X, y)
-        if client is not None:
+        # A dask array fitted whole with the gene basis stays where it is: every pass the path
+        # makes over the design is a dask reduction over its row chunks (``_lazy.LazyDesign``).
+        lazy = client is not None and self.sketch_ is None and self.kernel == "features"
+        if lazy:
+            if X.shape[0] > GATHER_WARN_ROWS:
+                warnings.warn(
+                    f"max_samples is None: the exact fit reads all {X.shape[0]:,} rows of the "
+                    "dask array a few times at every path step; pass max_samples (e.g. 5000) to "
+                    "fit a stratified sketch instead (README, 'Beyond one machine').",
+                    UserWarning, stacklevel=2)
+            X = self._validate_lazy(X.X)
+            client = None  # the passes use the active scheduler; the classes run here
+        elif client is not None:
             if self.sketch_ is None and X.shape[0] > GATHER_WARN_ROWS:
                 warnings.warn(
                     f"max_samples is None: all {X.shape[0]:,} rows of the dask array are gathered "
@@ -671,7 +689,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                     "stratified sketch instead (README, 'Single-cell scale').", UserWarning,
                     stacklevel=2)
             X = X.compute()  # the sketch's rows (or everything), gathered from the chunks
-        X = self._validate_x(X, reset=True)
+        if not lazy:
+            X = self._validate_x(X, reset=True)
         classes, y_idx = check_binary_labels(y, X.shape[0])
         self.classes_ = classes
         basis = make_basis(self.kernel, self.gamma, self.degree, self.coef0)
@@ -689,11 +708,38 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             if cv:
                 self._cross_validate(problems, classes, y_idx, Phi_s, allowed, client)
         self._set_steps([f.choose(self.criterion) for f in self._fits])
+        if lazy:
+            self._n_passes = X.n_passes
+            logger.info("exact fit on the dask array: %d passes over its row chunks", X.n_passes)
         extra = {name: (lambda s, n=name: s.stats[n])
                  for name in ("loo_error", "loo_prob_error", "ep_sweeps")}
         self.path_ = pd.concat([self._path_frame(f.steps, extra, problem_label=f.positive_class)
                                 for f in self._fits], ignore_index=True)
         return self
+
+    def _validate_lazy(self, X):
+        """A dask array as a :class:`~ardselect._lazy.LazyDesign`, checked as ``_validate_x`` checks.
+
+        One pass (the per-gene moments, kept for the scales and the constant genes) finds NaN or
+        infinite values. Sets ``n_features_in_``; a dask array has no feature names.
+        """
+        if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
+            msg = f"Expected a non-empty 2D array, got a dask array of shape {X.shape}."
+            raise DataError(msg)
+        if not (np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)):
+            msg = f"X must be numeric, got a dask array of dtype {X.dtype}."
+            raise DataError(msg)
+        design = LazyDesign(X, intercept=False)
+        mo = design.moments()
+        bad = ~(np.isfinite(mo["mean"]) & np.isfinite(mo["min"]) & np.isfinite(mo["max"]))
+        if bad.any():
+            msg = (f"{type(self).__name__}: X contains NaN or infinite values in "
+                   f"{int(bad.sum())} column(s), the first is column {int(np.argmax(bad))}.")
+            raise DataError(msg)
+        self.n_features_in_ = int(X.shape[1])
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        return design
 
     def _sketch(self, X, y):
         """Rows of the stratified sketch (``max_samples``), or everything; sets ``sketch_``."""

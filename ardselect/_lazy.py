@@ -4,7 +4,9 @@ The preprocessing statistics and scanpy's fold changes need every cell, but only
 gene from each chunk. :func:`reduce_rows` maps a function over the row chunks and combines the
 partial results pairwise in a tree of dask tasks, so the whole matrix is read once, chunk by
 chunk, on whatever scheduler is active (the user's ``distributed`` Client if one runs), and only
-the per-gene summaries travel. Dask is imported only when a dask array is given.
+the per-gene summaries travel. :class:`LazyDesign` does the same for the exact fit of every row:
+the products the ARD path needs from its design, one pass each. Dask is imported only when a dask
+array is given.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import scipy.sparse as sp
 
 from ._validation import column_range
 
-__all__ = ["is_dask", "reduce_rows", "moments", "combine_moments"]
+__all__ = ["is_dask", "reduce_rows", "moments", "combine_moments", "LazyDesign"]
 
 
 def is_dask(X) -> bool:
@@ -87,3 +89,280 @@ def combine_moments(a, b):
         "min": np.minimum(a["min"], b["min"]),
         "max": np.maximum(a["max"], b["max"]),
     }
+
+
+class LazyDesign:
+    """The ARD design ``diag(signs) [X, 1] diag(1 / scale)`` on rows of a dask array, never loaded.
+
+    ``X`` is a dask array in row chunks (dense or sparse chunks, as anndata reads a store lazily);
+    ``rows`` (global row indices, any order) restricts the design to some of its rows (an inner
+    cross-validation fold), ``signs`` (one per row of the design, +-1) sign the rows of a binary
+    problem, ``scale`` divides the columns, and with ``intercept`` a column of ones is appended.
+
+    What the ARD path asks of its design is answered by passes over the chunks, each a
+    :func:`reduce_rows`-like tree of dask tasks on whatever scheduler is active (the user's
+    ``distributed`` Client if one runs): ``Phi^T R`` for a few row-aligned columns ``R``
+    (``design.T @ R`` or ``R.T @ design``), the weighted squared column norms
+    ``sum_i b_i Phi_ij^2`` (:meth:`weighted_sq`), per-column moments (:meth:`moments`) and the dense
+    columns of the genes in or near the model (``design[:, idx]``). Gathered columns are kept (one
+    ``(n,)`` vector per gene, shared by every design on the same rows), so a gene is read once per
+    row set. ``n_passes`` counts the passes (shared too): the cost model's unit.
+
+    The results equal the in-memory design's up to the order of floating-point sums.
+    """
+
+    __array_ufunc__ = None  # numpy defers ``R @ design`` to __rmatmul__
+
+    def __init__(self, X, *, intercept, scale=None, rows=None, signs=None, cols=None,
+                 _shared=None):
+        if len(X.chunks[1]) > 1:
+            X = X.rechunk({1: -1})
+        self.X = X
+        # ``cols``: the design restricted to these genes of X (``select``), for scoring them.
+        self.cols = None if cols is None else np.asarray(cols, dtype=np.intp)
+        self.p = int(X.shape[1]) if self.cols is None else self.cols.size
+        self.intercept = bool(intercept)
+        self.rows = None if rows is None else np.asarray(rows, dtype=np.int64)
+        n = int(X.shape[0]) if self.rows is None else self.rows.size
+        self.shape = (n, self.p + int(self.intercept))
+        self.scale = np.ones(self.shape[1]) if scale is None else np.asarray(scale, float)
+        self.signs = None if signs is None else np.asarray(signs, dtype=np.float64)
+        # Shared by every design on the same rows: raw gathered columns, moments, the pass count.
+        self._shared = _shared if _shared is not None else {"cols": {}, "moments": None,
+                                                             "passes": [0], "plan": None}
+
+    # ------------------------------------------------------------------ derived designs
+    def _derive(self, **kw):
+        args = {"intercept": self.intercept, "scale": self.scale, "rows": self.rows,
+                "signs": self.signs, "cols": self.cols, "_shared": self._shared}
+        args.update(kw)
+        return LazyDesign(self.X, **args)
+
+    def select(self, idx):
+        """The design restricted to its gene columns ``idx`` (no intercept), never gathered.
+
+        Scoring many candidate genes (``_screening``) through it is one pass with an output of a
+        few numbers per gene, where gathering their columns would hold ``n x len(idx)`` values.
+        """
+        idx = np.asarray(idx, dtype=np.intp)
+        if np.any(idx >= self.p):
+            msg = "select takes gene columns only (not the intercept)"
+            raise IndexError(msg)
+        raw = idx if self.cols is None else self.cols[idx]
+        return self._derive(intercept=False, scale=self.scale[idx], cols=raw)
+
+    def with_intercept(self):
+        """The same design with a column of ones appended (the intercept, last)."""
+        if self.intercept:
+            return self
+        return self._derive(intercept=True, scale=np.append(self.scale, 1.0))
+
+    def with_signs(self, signs):
+        """The same design with row ``i`` multiplied by ``signs[i]``."""
+        return self._derive(signs=np.asarray(signs, dtype=np.float64))
+
+    def __truediv__(self, scale):
+        """Columns divided by ``scale`` (one value per column)."""
+        return self._derive(scale=self.scale * np.asarray(scale, dtype=np.float64))
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):
+            if len(key) != 2 or not (isinstance(key[0], slice) and key[0] == slice(None)):
+                msg = "a LazyDesign takes design[:, columns] or design[rows]"
+                raise IndexError(msg)
+            return self.columns(np.atleast_1d(np.asarray(key[1], dtype=np.intp)))
+        sel = np.arange(self.shape[0])[key]
+        rows = sel if self.rows is None else self.rows[sel]
+        shared = {"cols": {j: v[sel] for j, v in self._shared["cols"].items()}, "moments": None,
+                  "passes": self._shared["passes"], "plan": None}
+        return self._derive(rows=rows, signs=None if self.signs is None else self.signs[sel],
+                            _shared=shared)
+
+    @property
+    def T(self):  # noqa: N802 (numpy's name)
+        return _Transposed(self)
+
+    @property
+    def n_passes(self):
+        """Passes over the chunks so far (by this design and every design derived from it)."""
+        return self._shared["passes"][0]
+
+    # ------------------------------------------------------------------ passes
+    def _plan(self):
+        """Per chunk: ``(block, pos, local)``: the positions in this design of the chunk's rows."""
+        if self._shared["plan"] is None:
+            sizes = np.asarray(self.X.chunks[0], dtype=np.int64)
+            starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+            blocks = self.X.to_delayed().ravel()
+            plan = []
+            for blk, lo, size in zip(blocks, starts, sizes, strict=True):
+                if self.rows is None:
+                    plan.append((blk, np.arange(lo, lo + size), None))
+                    continue
+                pos = np.flatnonzero((self.rows >= lo) & (self.rows < lo + size))
+                if pos.size:
+                    plan.append((blk, pos, self.rows[pos] - lo))
+            self._shared["plan"] = plan
+        return self._shared["plan"]
+
+    def _reduce(self, fn, combine, *arrays, const=(), restrict=True):
+        """``combine`` over the chunks of ``fn(block, *arrays_on_its_rows, *const)``: one pass."""
+        import dask
+
+        cols = self.cols if restrict else None
+        parts = [dask.delayed(_rows_call)(fn, blk, local, cols, *[a[pos] for a in arrays], *const)
+                 for blk, pos, local in self._plan()]
+        while len(parts) > 1:
+            merged = [dask.delayed(combine)(parts[i], parts[i + 1])
+                      for i in range(0, len(parts) - 1, 2)]
+            if len(parts) % 2:
+                merged.append(parts[-1])
+            parts = merged
+        self._shared["passes"][0] += 1
+        (out,) = dask.compute(parts[0])
+        return out
+
+    def tmatmul(self, R):
+        """``Phi^T R`` for ``R`` of shape ``(n,)`` or ``(n, k)``: one pass."""
+        R = np.asarray(R, dtype=np.float64)
+        vec = R.ndim == 1
+        W = R.reshape(self.shape[0], -1)
+        if self.signs is not None:
+            W = W * self.signs[:, None]
+        G = self._reduce(_block_tmatmul, np.add, np.ascontiguousarray(W))  # (p, k)
+        if self.intercept:
+            G = np.vstack([G, W.sum(axis=0)[None, :]])
+        G = G / self.scale[:, None]
+        return G[:, 0] if vec else G
+
+    def __rmatmul__(self, A):
+        A = np.asarray(A, dtype=np.float64)
+        if A.ndim == 1:
+            return self.tmatmul(A)
+        return self.tmatmul(A.T).T
+
+    def weighted_sq(self, b):
+        """``sum_i b_i Phi_ij^2`` for every column ``j``: one pass."""
+        b = np.asarray(b, dtype=np.float64)
+        out = self._reduce(_block_weighted_sq, np.add, b)
+        if self.intercept:
+            out = np.append(out, b.sum())
+        return out / self.scale**2
+
+    def scores_pass(self, R, b):
+        """``(Phi^T R, sum_i b_i Phi_ij^2)`` in one pass (the two products of a full rescoring)."""
+        R = np.asarray(R, dtype=np.float64).reshape(self.shape[0], -1)
+        W = R * self.signs[:, None] if self.signs is not None else R
+        G, sq = self._reduce(_block_scores, _add_pair, np.ascontiguousarray(W),
+                             np.asarray(b, dtype=np.float64))
+        if self.intercept:
+            G = np.vstack([G, W.sum(axis=0)[None, :]])
+            sq = np.append(sq, float(np.sum(b)))
+        return G / self.scale[:, None], sq / self.scale**2
+
+    def sum(self, axis=None):
+        if axis != 0:
+            msg = "a LazyDesign sums over its rows only (axis=0)"
+            raise ValueError(msg)
+        return self.tmatmul(np.ones(self.shape[0]))
+
+    def moments(self):
+        """Per-column :func:`moments` of the raw values (``X`` unsigned, unscaled) on these rows."""
+        if self._shared["moments"] is None:
+            self._shared["moments"] = self._reduce(_block_moments, combine_moments,
+                                                   restrict=False)
+        mo = self._shared["moments"]
+        if self.cols is None:
+            return mo
+        return {k: (v if k == "n" else v[self.cols]) for k, v in mo.items()}
+
+    def unit_rms(self):
+        """``_basis.unit_rms`` of this design: ``(design / scale, scale, nonzero)``, one pass."""
+        mo = self.moments()
+        n = max(int(mo["n"]), 1)
+        rms = np.sqrt(mo["mean"] ** 2 + mo["m2"] / n)
+        if self.intercept:
+            rms = np.append(rms, 1.0)
+        rms = rms / self.scale
+        nonzero = rms > 0
+        rms = np.where(nonzero, rms, 1.0)
+        return self / rms, rms, nonzero
+
+    def constant_columns(self):
+        """Columns whose values are all equal on these rows (the intercept's included)."""
+        mo = self.moments()
+        const = mo["max"] == mo["min"]
+        return np.append(const, True) if self.intercept else const
+
+    def columns(self, idx):
+        """Dense ``(n, len(idx))`` columns of the design (gathered once, then kept)."""
+        idx = np.asarray(idx, dtype=np.intp)
+        cache = self._shared["cols"]  # raw columns of X, by their index in X
+        gene = idx < self.p
+        raw = np.full(idx.size, -1, dtype=np.intp)
+        raw[gene] = idx[gene] if self.cols is None else self.cols[idx[gene]]
+        miss = np.unique([j for j in raw if j >= 0 and j not in cache]).astype(np.intp)
+        if miss.size:
+            pos, vals = self._reduce(_block_columns, _concat_pair, np.arange(self.shape[0]),
+                                     const=(miss,), restrict=False)
+            got = np.empty((self.shape[0], miss.size))
+            got[pos] = vals
+            for k, j in enumerate(miss):
+                cache[int(j)] = got[:, k].copy()
+        out = np.empty((self.shape[0], idx.size))
+        for k, j in enumerate(raw):
+            out[:, k] = cache[int(j)] if j >= 0 else 1.0
+        out /= self.scale[idx]
+        if self.signs is not None:
+            out *= self.signs[:, None]
+        return out
+
+
+class _Transposed:
+    """``design.T``: only ``design.T @ R`` is defined."""
+
+    def __init__(self, design):
+        self.design = design
+
+    def __matmul__(self, R):
+        return self.design.tmatmul(R)
+
+
+def _rows_call(fn, block, local, cols, *arrays):
+    block = sp.csr_matrix(block) if sp.issparse(block) else np.asarray(block, dtype=np.float64)
+    if local is not None:
+        block = block[local]
+    if cols is not None:
+        block = block[:, cols]
+    return fn(block, *arrays)
+
+
+def _block_tmatmul(B, W):
+    return np.asarray(B.T @ W, dtype=np.float64)
+
+
+def _block_weighted_sq(B, b):
+    if sp.issparse(B):
+        return np.asarray(B.multiply(B).T @ b, dtype=np.float64).ravel()
+    return np.einsum("ij,ij,i->j", B, B, b)
+
+
+def _block_scores(B, W, b):
+    return _block_tmatmul(B, W), _block_weighted_sq(B, b)
+
+
+def _add_pair(a, b):
+    return a[0] + b[0], a[1] + b[1]
+
+
+def _block_moments(B):
+    return moments(B)
+
+
+def _block_columns(B, pos, idx):
+    C = B[:, idx]
+    return pos, (C.toarray() if sp.issparse(C) else np.asarray(C, dtype=np.float64))
+
+
+def _concat_pair(a, b):
+    return np.concatenate([a[0], b[0]]), np.vstack([a[1], b[1]])

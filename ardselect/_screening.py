@@ -34,6 +34,7 @@ import scipy.sparse as sp
 from scipy.linalg.blas import dgemv as _dgemv
 from scipy.linalg.lapack import dsyevd as _dsyevd
 
+from ._lazy import LazyDesign
 from ._linalg import chol_solve, tri_solve
 
 __all__ = ["CandidateScreen", "add_gain_threshold"]
@@ -110,7 +111,8 @@ class CandidateScreen:
         self.m = Phi.shape[1]
         # A column-major copy of a dense design: its columns are contiguous, so the two products
         # per step are plain dgemv calls and gathering candidate columns is cheap.
-        self._PhiF = None if sp.issparse(Phi) else np.asfortranarray(Phi)
+        self._PhiF = (None if sp.issparse(Phi) or isinstance(Phi, LazyDesign)
+                      else np.asfortranarray(Phi))
         self._Q = None
         self.S_lb = None  # (m,) lower bounds on S for the state last scored, or None
         self._post = None  # state (posterior, b) the bounds refer to
@@ -122,7 +124,14 @@ class CandidateScreen:
     # ------------------------------------------------------------------ the state moves
     def _advance(self, post, b, t, u):
         """Bring the bounds to the new state; returns exact ``Q = Phi^T u`` for all features."""
-        Q = self._matvec_t(u)
+        a = None
+        if (isinstance(self.Phi, LazyDesign) and self.S_lb is not None
+                and self._pending is not None and self._pending[1] != 0.0):
+            # A lazy design: both products of this step in one pass over the chunks.
+            Qa = self.Phi.tmatmul(np.column_stack([u, self._pending[0]]))
+            Q, a = Qa[:, 0].copy(), Qa[:, 1].copy()
+        else:
+            Q = self._matvec_t(u)
         if self.S_lb is None or self._pending is None:
             self.S_lb = None
             return Q
@@ -134,7 +143,8 @@ class CandidateScreen:
         S = self.S_lb
         if gamma != 0.0:
             # Step 1 (exact, Sherman-Morrison): S' = S - gamma a^2, a = Phi^T v.
-            a = self._matvec_t(v)
+            if a is None:
+                a = self._matvec_t(v)
             a *= a
             a *= gamma
             # Rounding in a and gamma: an absolute margin of MARGIN times the largest terms.
@@ -227,7 +237,10 @@ class CandidateScreen:
                 self.n_exact += J.size
                 best = (active[jA], act_A[jA], g_best, na_A[jA], S_A[jA]) if active.size else None
                 if J.size:
-                    S_J, Q_J = self.score_fn(self._cols(J), post, b, t, factors=factors)
+                    # A lazy design scores J in one pass instead of gathering its columns.
+                    cols_J = (self.Phi.select(J) if isinstance(self.Phi, LazyDesign)
+                              else self._cols(J))
+                    S_J, Q_J = self.score_fn(cols_J, post, b, t, factors=factors)
                     self.S_lb[J] = S_J
                     # Every feature of J is outside the model and may be added: only the
                     # addition rule applies (``candidate_actions``), evaluated for the best alone.

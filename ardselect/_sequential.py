@@ -29,6 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._ep import LatentPosterior
+from ._lazy import LazyDesign
 from ._linalg import tri_solve
 from ._screening import CandidateScreen
 
@@ -62,19 +63,28 @@ def _inv(a):
 
 
 def _col_sq_norms_weighted(Phi, b):
-    """``sum_i b_i Phi_ij^2`` for every column j, sparse-aware."""
+    """``sum_i b_i Phi_ij^2`` for every column j, sparse-aware (a lazy design: one pass)."""
+    if isinstance(Phi, LazyDesign):
+        return Phi.weighted_sq(b)
     if sp.issparse(Phi):
         return np.asarray(Phi.multiply(Phi).T @ b).ravel()
     return np.einsum("ij,ij,i->j", Phi, Phi, b)
 
 
 def _squared(Phi):
-    """Elementwise square of the design, kept for the whole path (``b`` changes, ``Phi`` does not)."""
+    """Elementwise square of the design, kept for the whole path (``b`` changes, ``Phi`` does not).
+
+    A lazy design is not squared: its weighted squared norms are one pass (``_weighted_sq``).
+    """
+    if isinstance(Phi, LazyDesign):
+        return Phi
     return Phi.multiply(Phi).tocsr() if sp.issparse(Phi) else Phi * Phi
 
 
 def _weighted_sq(Phi2, b):
     """``sum_i b_i Phi_ij^2`` from the cached ``Phi2 = Phi * Phi``: a matrix-vector product."""
+    if isinstance(Phi2, LazyDesign):
+        return Phi2.weighted_sq(b)
     if sp.issparse(Phi2):
         return np.asarray(Phi2.T @ b).ravel()
     return b @ Phi2
@@ -119,7 +129,10 @@ def score_candidates(Phi, post: LatentPosterior, b, t, *, sq_cache=None, factors
             S[lo:lo + block] = np.einsum("ij,ij->j", Z, Z)
             Q[lo:lo + block] = zt @ Z
         return S, Q
-    if sq_cache is None:
+    lazy = isinstance(Phi, LazyDesign) and post.route == "weight"
+    if lazy:
+        BPhi_sq = None  # with the products below, in one pass over the chunks
+    elif sq_cache is None:
         BPhi_sq = _col_sq_norms_weighted(Phi, b)
     elif isinstance(sq_cache, np.ndarray) and sq_cache.ndim == 1:
         BPhi_sq = sq_cache  # precomputed sum_i b_i Phi_ij^2
@@ -131,7 +144,11 @@ def score_candidates(Phi, post: LatentPosterior, b, t, *, sq_cache=None, factors
     R = np.empty((Phi.shape[0], post.Pt.shape[1] + 1))
     np.multiply(b[:, None], post.Pt, out=R[:, :-1])
     R[:, -1] = nu
-    GQ = np.asarray(Phi.T @ R).T if sp.issparse(Phi) else R.T @ Phi  # (d + 1, m)
+    if lazy:
+        GQ, BPhi_sq = Phi.scores_pass(R, b)
+        GQ = GQ.T
+    else:
+        GQ = np.asarray(Phi.T @ R).T if sp.issparse(Phi) else R.T @ Phi  # (d + 1, m)
     G = GQ[:-1]
     W = tri_solve(post.L, G)  # (d, m)
     S = BPhi_sq - np.einsum("ij,ij->j", W, W)

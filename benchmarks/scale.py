@@ -21,11 +21,16 @@ starts a ``distributed.LocalCluster`` of ``--jobs`` single-threaded workers, fit
 the classes as tasks on that Client, checks the result against the in-memory fit on the same sketch
 rows, and prints the time to gather the sketch from the store and the time of the path. With
 ``--dask-rank`` it also times ``ardselect.rank_genes`` on the store read by ``ardselect.io.read_lazy``
-(preprocessing and fold changes as passes over the chunks) against ``rank_genes`` in memory.
+(preprocessing and fold changes as passes over the chunks) against ``rank_genes`` in memory. With
+``--dask-exact`` it fits instead every cell of the store exactly (``max_samples=None``: the path's
+passes over the design are dask reductions over the chunks on the LocalCluster, nothing but the
+gathered genes' columns is held in memory) and compares it with the exact in-memory fit of the same
+matrix: wall time of both, passes over the store, path steps, and the largest difference along the
+path.
 
 Usage: python benchmarks/scale.py [--cells 50000] [--genes 20000] [--classes 10]
        [--max-samples 3000] [--jobs 2] [--compare-exact] [--baselines]
-       [--dask-store DIR --dask-cells 10000,200000]
+       [--dask-store DIR --dask-cells 10000,200000 [--dask-rank | --dask-exact]]
 """
 
 from __future__ import annotations
@@ -162,6 +167,9 @@ def main(argv=None):
     ap.add_argument("--dask-rank", action="store_true",
                     help="with --dask-store: also time rank_genes on the lazily read store "
                     "against rank_genes in memory")
+    ap.add_argument("--dask-exact", action="store_true",
+                    help="with --dask-store: fit every cell of the store exactly (max_samples=None, "
+                    "per-step passes over the chunks) against the exact in-memory fit")
     ap.add_argument("--criterion", default="loo",
                     help="ARDClassifier criterion (default loo, as the README's rows were measured)")
     ap.add_argument("--inclusion-penalty", default="0",
@@ -276,6 +284,10 @@ def dask_run(args, n):
     obs = pd.DataFrame({"cell_type": y.astype(str)}, index=[f"c{i}" for i in range(n)])
     ad.AnnData(X=X, obs=obs).write_zarr(path)
     t_write = time.perf_counter() - t0
+    if args.dask_exact:
+        exact_run(args, path, X, y, markers)
+        shutil.rmtree(path)
+        return
     with LocalCluster(n_workers=args.jobs, threads_per_worker=1, dashboard_address=None) as cluster, \
             Client(cluster):
         lazy = read_elem_lazy(zarr.open(path)["X"], chunks=(10000, -1))
@@ -302,6 +314,43 @@ def dask_run(args, n):
     if args.dask_rank:
         rank_run(args, path, X, y)
     shutil.rmtree(path)
+
+
+def exact_run(args, path, X, y, markers):
+    """The exact fit on every cell of the store (per-step passes) against the exact in-memory fit."""
+    import anndata as ad
+    import zarr
+    from anndata.experimental import read_elem_lazy
+    from distributed import Client, LocalCluster
+
+    from ardselect import ARDClassifier
+
+    params = {"criterion": args.criterion, "inclusion_penalty": args.penalty,
+              "intercept_alpha": args.intercept}
+    with LocalCluster(n_workers=args.jobs, threads_per_worker=1, dashboard_address=None) as cluster, \
+            Client(cluster):
+        lazy = read_elem_lazy(zarr.open(path)["X"], chunks=(10000, -1))
+        y_store = np.asarray(ad.io.read_elem(zarr.open(path)["obs"])["cell_type"]).astype(int)
+        t0 = time.perf_counter()
+        got = ARDClassifier(**params).fit(lazy, y_store)
+        t_lazy = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ref = ARDClassifier(**params, n_jobs=args.jobs).fit(X, y)
+    t_mem = time.perf_counter() - t0
+    a, b = ref.path_, got.path_
+    same = (len(a) == len(b) and (a["action"].values == b["action"].values).all()
+            and (a["feature"].values == b["feature"].values).all())
+    num = a.select_dtypes("number").columns
+    diff = (float(np.nanmax(np.abs(a[num].to_numpy(float) - b[num].to_numpy(float))))
+            if same else float("nan"))
+    found, _ = marker_recovery(got, markers)
+    steps = len(b)
+    print(f"dask exact, {X.shape[0]} cells x {X.shape[1]} genes ({nbytes(X) / 1e6:.0f} MB CSR): "
+          f"store on {args.jobs} workers {t_lazy:.1f} s, {got._n_passes} passes over the store "
+          f"for {steps} recorded steps ({got._n_passes / max(steps, 1):.1f} per step, "
+          f"{t_lazy / max(got._n_passes, 1):.2f} s per pass); in memory {t_mem:.1f} s; "
+          f"same path: {same}, largest difference along it {diff:.1e}; markers "
+          f"{sum(found)}/{markers.size}", flush=True)
 
 
 def rank_run(args, path, X, y):

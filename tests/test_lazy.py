@@ -119,13 +119,16 @@ def stores(tmp_path_factory):
     return root, adata
 
 
-@pytest.mark.parametrize("name", ["cells.zarr", "cells.h5ad"])
-def test_rank_genes_on_a_lazy_store_equals_in_memory(stores, name):
+@pytest.mark.parametrize(("name", "max_samples"), [("cells.zarr", 120), ("cells.h5ad", 120),
+                                                   ("cells.zarr", None)])
+def test_rank_genes_on_a_lazy_store_equals_in_memory(stores, name, max_samples):
+    # With max_samples a sketch is gathered; without, every cell is fitted exactly by passes
+    # over the chunks (the store is never loaded).
     root, adata = stores
     lazy = ardselect.io.read_lazy(root / name, chunk_rows=70)
     assert isinstance(lazy.X, da.Array)
     assert lazy.X.chunks[0] == (70, 70, 70, 30)
-    params = {"estimator_params": {"max_samples": 120}}
+    params = {"estimator_params": {"max_samples": max_samples}}
     ref = adata.copy()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -135,7 +138,7 @@ def test_rank_genes_on_a_lazy_store_equals_in_memory(stores, name):
     cols = ["class", "rank", "gene", "description", "selected"]
     pd.testing.assert_frame_equal(a[cols], b[cols])
     np.testing.assert_allclose(b["mean"], a["mean"], rtol=1e-9, atol=1e-12)
-    assert lazy.uns["ardselect"]["n_fit_samples"] == 120
+    assert lazy.uns["ardselect"]["n_fit_samples"] == (max_samples or adata.n_obs)
     assert (lazy.uns["ardselect"]["preprocessing"]["description"]
             == ref.uns["ardselect"]["preprocessing"]["description"])
     for c in ("T", "B", "NK"):
@@ -160,13 +163,15 @@ def test_read_lazy_layer_and_errors(stores, tmp_path):
         ardselect.io.read_data(tmp_path / "flat.zarr")
 
 
-def test_cli_fit_lazy_store_equals_in_memory_file(stores, tmp_path):
+@pytest.mark.parametrize("sketch", [["--max-samples", "120"], []])
+def test_cli_fit_lazy_store_equals_in_memory_file(stores, tmp_path, sketch):
+    # Without --max-samples the store is fitted exactly by passes over its chunks.
     from ardselect_cli.main import app
     from typer.testing import CliRunner
 
     root, _ = stores
     runner = CliRunner()
-    common = ["--label-key", "cell_type", "--max-samples", "120", "--quiet"]
+    common = ["--label-key", "cell_type", *sketch, "--quiet"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ref = runner.invoke(app, ["fit", str(root / "cells.h5ad"), "-o", str(tmp_path / "a"),
