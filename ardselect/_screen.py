@@ -43,14 +43,15 @@ def screen_order(design, signs, allowed, intercept_col):
     """
     t = np.asarray(signs, dtype=np.float64)
     n = t.shape[0]
-    tD = np.asarray(design.sum(axis=0)).ravel()  # sum_i t_i phi_ij (t_i^2 = 1)
-    mean = np.asarray(design.T @ t).ravel() / n  # (1/n) sum_i phi_ij
-    if hasattr(design, "weighted_sq"):  # a lazy design (``_lazy.LazyDesign``): one pass
-        sq = design.weighted_sq(np.ones(n))
-    elif hasattr(design, "multiply") and not isinstance(design, np.ndarray):
-        sq = np.asarray(design.multiply(design).sum(axis=0)).ravel()
+    if hasattr(design, "scores_pass"):  # a lazy design (``_lazy.LazyDesign``): all in one pass
+        G, sq = design.scores_pass(np.column_stack([np.ones(n), t]), np.ones(n))
+        tD, mean = G[:, 0], G[:, 1] / n
     else:
-        sq = np.einsum("ij,ij->j", design, design)
+        tD = np.asarray(design.sum(axis=0)).ravel()  # sum_i t_i phi_ij (t_i^2 = 1)
+        mean = np.asarray(design.T @ t).ravel() / n  # (1/n) sum_i phi_ij
+        sq = (np.asarray(design.multiply(design).sum(axis=0)).ravel()
+              if hasattr(design, "multiply") and not isinstance(design, np.ndarray)
+              else np.einsum("ij,ij->j", design, design))
     num = (tD - mean * t.sum()) ** 2
     den = sq - n * mean**2
     ok = allowed.copy()

@@ -343,7 +343,8 @@ class SequentialPath:
         else:
             b, t = model.initial_virtual()
             base = LatentPosterior(np.zeros((Phi.shape[0], 0)), np.zeros(0), b, b * t)
-        sq = _col_sq_norms_weighted(Phi, b)
+        # (A lazy design computes the norms in score_candidates's own pass over the chunks.)
+        sq = None if isinstance(Phi, LazyDesign) else _col_sq_norms_weighted(Phi, b)
         S, Q = score_candidates(Phi, base, b, t, sq_cache=sq)
         alpha = np.full(m, np.inf)
         action, gain, new_alpha = candidate_actions(S, Q, alpha, model.allowed, self.alpha_min,
