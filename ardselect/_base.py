@@ -35,6 +35,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._basis import KERNELS, LinearBasis, design_matrix, unit_rms
+from ._lazy import is_dask
 from ._sequential import SequentialPath
 from ._validation import check_design, constant_columns
 from .exceptions import DataError
@@ -282,6 +283,8 @@ class _ARDPathEstimator(SelectorMixin, BaseEstimator):
     def _latent(self, X):
         """Posterior mean and variance of each problem's latent at ``X``: two ``(n, k)`` arrays."""
         check_is_fitted(self)
+        if is_dask(X):
+            X = self._gather_model_genes(X)
         X = self._validate_x(X, reset=False)
         Phi = self._basis_matrix(X)
         means, variances = [], []
@@ -292,6 +295,25 @@ class _ARDPathEstimator(SelectorMixin, BaseEstimator):
             means.append(m)
             variances.append(v)
         return np.array(means).T, np.array(variances).T
+
+    def _gather_model_genes(self, X):
+        """A dask array in row chunks as a CSR matrix holding only the genes the models read.
+
+        With the gene basis only the chosen models' genes are gathered from the chunks (one pass;
+        the other columns stay zero, and no model reads them); a kernel basis needs every gene, so
+        the array is gathered whole.
+        """
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            msg = (f"X has {X.shape[1] if X.ndim == 2 else X.shape} features, but "
+                   f"{type(self).__name__} is expecting {self.n_features_in_} features as input.")
+            raise DataError(msg)
+        if not self._is_features:
+            out = X.compute()
+            return out.tocsr() if sp.issparse(out) else np.asarray(out)
+        cols = np.unique(np.concatenate([ch.active for ch in self._chosen]))
+        cols = cols[cols < self.n_features_in_].astype(np.intp)  # not the intercept
+        G = sp.csr_matrix(X[:, cols].compute()) if cols.size else sp.csr_matrix((X.shape[0], 0))
+        return sp.csr_matrix((G.data, cols[G.indices], G.indptr), shape=X.shape)
 
     def _get_support_mask(self):
         check_is_fitted(self)

@@ -84,6 +84,25 @@ def test_exact_fit_of_a_lazy_zarr_store_equals_in_memory(store):
     assert got.sketch_ is None
     assert got._n_passes > 0
     _assert_same_fit(got, ref, X)
+    # Predictions for a dask array read only the models' genes from the chunks.
+    np.testing.assert_array_equal(got.predict_proba(_lazy_x(path)), got.predict_proba(X))
+    np.testing.assert_array_equal(got.predict(_lazy_x(path)), got.predict(X))
+
+
+def test_predicting_a_dask_array_equals_in_memory():
+    from ardselect import DataError
+
+    X, y = _data()
+    for Xin in (X, X.toarray()):
+        dX = da.from_array(Xin, chunks=(100, -1), asarray=False)
+        for params in ({"criterion": "loo"}, {"kernel": "rbf", "max_samples": 120}):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                m = ARDClassifier(**params).fit(Xin, y)
+            np.testing.assert_array_equal(m.predict_proba(dX), m.predict_proba(Xin))
+            np.testing.assert_array_equal(m.decision_function(dX), m.decision_function(Xin))
+    with pytest.raises(DataError, match="X has 3 features, but ARDClassifier is expecting 80"):
+        m.predict(da.from_array(np.ones((5, 3)), chunks=(2, -1)))
 
 
 @pytest.mark.parametrize("chunks", ["dense", "sparse"])
