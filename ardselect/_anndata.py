@@ -745,6 +745,8 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
         # Samples the model was fitted on: all of them, or the stratified sketch (max_samples).
         "n_fit_samples": int(adata.n_obs if getattr(result.estimator, "sketch_", None) is None
                              else len(result.estimator.sketch_)),
+        # Passes over the chunks of a lazily read X fitted exactly (0: the fit held its rows).
+        "n_store_passes": int(getattr(result.estimator, "_n_passes", 0)),
         "preprocessing": {
             "log": pre.log_,
             "description": pre.describe(),

@@ -274,6 +274,9 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show):
     if n_fit < adata.n_obs:
         console.print(f"fitted on a stratified sketch of {n_fit} of {adata.n_obs} samples "
                       "(--max-samples)")
+    elif int(stored.get("n_store_passes", 0)):
+        console.print(f"fitted exactly on all {n_fit} samples of the store, by "
+                      f"{int(stored['n_store_passes'])} passes over its chunks")
     shown = False
     for cls in dict.fromkeys(ranked["class"]):
         block = ranked[ranked["class"] == cls]

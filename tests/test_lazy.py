@@ -139,6 +139,8 @@ def test_rank_genes_on_a_lazy_store_equals_in_memory(stores, name, max_samples):
     pd.testing.assert_frame_equal(a[cols], b[cols])
     np.testing.assert_allclose(b["mean"], a["mean"], rtol=1e-9, atol=1e-12)
     assert lazy.uns["ardselect"]["n_fit_samples"] == (max_samples or adata.n_obs)
+    assert (lazy.uns["ardselect"]["n_store_passes"] > 0) == (max_samples is None)
+    assert ref.uns["ardselect"]["n_store_passes"] == 0
     assert (lazy.uns["ardselect"]["preprocessing"]["description"]
             == ref.uns["ardselect"]["preprocessing"]["description"])
     for c in ("T", "B", "NK"):
@@ -188,6 +190,11 @@ def test_cli_fit_lazy_store_equals_in_memory_file(stores, tmp_path, sketch):
                                 str(tmp_path / "c"), "--label-key", "cell_type",
                                 "--max-samples", "120", "--show", "0"])
     assert "fitted on a stratified sketch of 120 of 240 samples" in shown.output
+    if not sketch:
+        shown = runner.invoke(app, ["fit", str(root / "cells.zarr"), "--lazy", "-o",
+                                    str(tmp_path / "d"), "--label-key", "cell_type", "--show",
+                                    "0"])
+        assert "fitted exactly on all 240 samples of the store, by " in shown.output
 
 
 @pytest.mark.parametrize(("args", "message"), [
