@@ -232,8 +232,14 @@ def test_classes_run_as_tasks_on_the_users_client(store):
 
 
 @pytest.mark.slow
-def test_exact_lazy_passes_run_on_the_users_client(store):
+@pytest.mark.parametrize("scatter_min_bytes", [None, 0])
+def test_exact_lazy_passes_run_on_the_users_client(store, monkeypatch, scatter_min_bytes):
+    # With 0 every pass's vectors are scattered to the workers (as large ones are), not embedded.
     distributed = pytest.importorskip("distributed")
+    from ardselect import _lazy
+
+    if scatter_min_bytes is not None:
+        monkeypatch.setattr(_lazy, "SCATTER_MIN_BYTES", scatter_min_bytes)
     path, X, y = store
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -242,7 +248,9 @@ def test_exact_lazy_passes_run_on_the_users_client(store):
                                       dashboard_address=None) as cluster, \
                 distributed.Client(cluster) as client, \
                 distributed.get_task_stream(client) as tasks:
+            assert _lazy._distributed_client() is client
             got = ARDClassifier(criterion="loo").fit(_lazy_x(path), y)
+    assert _lazy._distributed_client() is None
     assert len(tasks.data) >= got._n_passes  # every pass ran as tasks on the cluster
     _assert_same_fit(got, ref, X)
 
