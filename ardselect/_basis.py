@@ -23,6 +23,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kernel
 
+from ._lazy import LazyDesign
+
 __all__ = ["LinearBasis", "KernelBasis", "make_basis", "KERNELS", "design_matrix", "unit_rms"]
 
 KERNELS = ("features", "linear", "rbf", "poly")
@@ -145,7 +147,7 @@ def make_basis(kernel: str | Callable = "features", gamma="scale", degree=3, coe
 def design_matrix(basis, X, *, fit_intercept: bool):
     """``basis.transform(X)`` (CSC if sparse), with a column of ones appended for the intercept."""
     Phi = basis.transform(X)
-    if hasattr(Phi, "with_intercept"):  # a lazy design (``_lazy.LazyDesign``)
+    if isinstance(Phi, LazyDesign):
         return Phi.with_intercept() if fit_intercept else Phi
     if sp.issparse(Phi):
         Phi = Phi.tocsc()
@@ -165,7 +167,7 @@ def unit_rms(Phi):
     are flagged in ``nonzero`` so callers can keep them out of the model. Sparse stays sparse (CSC);
     a lazy design (``_lazy.LazyDesign``) stays lazy (one pass for the scales).
     """
-    if hasattr(Phi, "unit_rms"):
+    if isinstance(Phi, LazyDesign):
         return Phi.unit_rms()
     if sp.issparse(Phi):
         scale = np.sqrt(np.asarray(Phi.multiply(Phi).mean(axis=0)).ravel())

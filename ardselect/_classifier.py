@@ -24,7 +24,7 @@ from ._certainty import inclusion_certainty, leave_one_out_sq
 from ._criteria import CRITERIA, check_criterion, choose_step, comparable_loo, group_cavities
 from ._cv import choose_candidate, fit_combine_temperature, step_latent_z
 from ._ep import LatentPosterior, loo_error, loo_prob_error, run_ep
-from ._lazy import LazyDesign
+from ._lazy import LazyDesign, default_client
 from ._probit import probit_log_proba, tilted_moments
 from ._screen import INTERCEPT_ALPHA, screen_order, screen_steps
 from ._sequential import SequentialPath, Step, score_candidates
@@ -113,14 +113,8 @@ def _from_dask(X, y):
     if hasattr(y, "compute"):
         y = y.compute()
     y = np.asarray(y)
-    client = _LocalDask()
-    try:
-        from distributed import default_client
-
-        client = default_client()
-    except (ImportError, ValueError):
-        pass
-    return _DaskRows(X), y, client
+    client = default_client()
+    return _DaskRows(X), y, _LocalDask() if client is None else client
 
 
 class _DaskRows:

@@ -38,7 +38,17 @@ def reduce_rows(X, fn, combine):
     starts = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(np.int64)
     blocks = X.to_delayed().ravel()
     parts = [dask.delayed(_block_call)(fn, b, int(s)) for b, s in zip(blocks, starts, strict=True)]
-    while len(parts) > 1:  # a binary tree of merges: no single task holds every partial result
+    return _tree_compute(parts, combine)
+
+
+def _tree_compute(parts, combine):
+    """Merge the delayed ``parts`` pairwise with ``combine`` and compute the result.
+
+    A binary tree of merges: no single task holds every partial result.
+    """
+    import dask
+
+    while len(parts) > 1:
         merged = [dask.delayed(combine)(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
         if len(parts) % 2:
             merged.append(parts[-1])
@@ -227,28 +237,31 @@ class LazyDesign:
             per_chunk = [flat[i * k:(i + 1) * k] for i in range(len(plan))]
         parts = [dask.delayed(_rows_call)(fn, blk, local, cols, *xs, *const)
                  for (blk, _, local), xs in zip(plan, per_chunk, strict=True)]
-        while len(parts) > 1:
-            merged = [dask.delayed(combine)(parts[i], parts[i + 1])
-                      for i in range(0, len(parts) - 1, 2)]
-            if len(parts) % 2:
-                merged.append(parts[-1])
-            parts = merged
         self._shared["passes"][0] += 1
-        (out,) = dask.compute(parts[0])
-        return out
+        return _tree_compute(parts, combine)
+
+    def _row_weights(self, R):
+        """``R`` as ``(n, k)`` with this design's row signs applied, C-contiguous."""
+        W = np.asarray(R, dtype=np.float64).reshape(self.shape[0], -1)
+        return np.ascontiguousarray(W * self.signs[:, None] if self.signs is not None else W)
+
+    def _products(self, G, W):
+        """The genes' ``X^T W`` as ``Phi^T R``: the intercept's row appended, columns scaled."""
+        if self.intercept:
+            G = np.vstack([G, W.sum(axis=0)[None, :]])
+        return G / self.scale[:, None]
+
+    def _squares(self, sq, b):
+        """The genes' ``sum_i b_i X_ij^2`` as the design's: the intercept's appended, scaled."""
+        if self.intercept:
+            sq = np.append(sq, float(np.sum(b)))
+        return sq / self.scale**2
 
     def tmatmul(self, R):
         """``Phi^T R`` for ``R`` of shape ``(n,)`` or ``(n, k)``: one pass."""
-        R = np.asarray(R, dtype=np.float64)
-        vec = R.ndim == 1
-        W = R.reshape(self.shape[0], -1)
-        if self.signs is not None:
-            W = W * self.signs[:, None]
-        G = self._reduce(_block_tmatmul, np.add, np.ascontiguousarray(W))  # (p, k)
-        if self.intercept:
-            G = np.vstack([G, W.sum(axis=0)[None, :]])
-        G = G / self.scale[:, None]
-        return G[:, 0] if vec else G
+        W = self._row_weights(R)
+        G = self._products(self._reduce(_block_tmatmul, np.add, W), W)  # (m, k)
+        return G[:, 0] if np.ndim(R) == 1 else G
 
     def __rmatmul__(self, A):
         A = np.asarray(A, dtype=np.float64)
@@ -259,21 +272,14 @@ class LazyDesign:
     def weighted_sq(self, b):
         """``sum_i b_i Phi_ij^2`` for every column ``j``: one pass."""
         b = np.asarray(b, dtype=np.float64)
-        out = self._reduce(_block_weighted_sq, np.add, b)
-        if self.intercept:
-            out = np.append(out, b.sum())
-        return out / self.scale**2
+        return self._squares(self._reduce(_block_weighted_sq, np.add, b), b)
 
     def scores_pass(self, R, b):
         """``(Phi^T R, sum_i b_i Phi_ij^2)`` in one pass (the two products of a full rescoring)."""
-        R = np.asarray(R, dtype=np.float64).reshape(self.shape[0], -1)
-        W = R * self.signs[:, None] if self.signs is not None else R
-        G, sq = self._reduce(_block_scores, _add_pair, np.ascontiguousarray(W),
-                             np.asarray(b, dtype=np.float64))
-        if self.intercept:
-            G = np.vstack([G, W.sum(axis=0)[None, :]])
-            sq = np.append(sq, float(np.sum(b)))
-        return G / self.scale[:, None], sq / self.scale**2
+        W = self._row_weights(R)
+        b = np.asarray(b, dtype=np.float64)
+        G, sq = self._reduce(_block_scores, _add_pair, W, b)
+        return self._products(G, W), self._squares(sq, b)
 
     def sum(self, axis=None):
         if axis != 0:
@@ -284,8 +290,7 @@ class LazyDesign:
     def moments(self):
         """Per-column :func:`moments` of the raw values (``X`` unsigned, unscaled) on these rows."""
         if self._shared["moments"] is None:
-            self._shared["moments"] = self._reduce(_block_moments, combine_moments,
-                                                   restrict=False)
+            self._shared["moments"] = self._reduce(moments, combine_moments, restrict=False)
         mo = self._shared["moments"]
         if self.cols is None:
             return mo
@@ -343,16 +348,22 @@ class _Transposed:
         return self.design.tmatmul(R)
 
 
-def _distributed_client():
-    """The user's dask.distributed Client when it is the scheduler dask.compute will use, else None."""
+def default_client():
+    """The user's running dask.distributed Client, or None (never creates one)."""
     try:
-        import dask
-        from distributed import default_client
+        from distributed import default_client as _default
 
-        client = default_client()
+        return _default()
     except (ImportError, ValueError):
         return None
-    scheduler = dask.base.get_scheduler()
+
+
+def _distributed_client():
+    """The user's dask.distributed Client when it is the scheduler dask.compute will use, else None."""
+    import dask
+
+    client = default_client()
+    scheduler = dask.base.get_scheduler() if client is not None else None
     return client if getattr(scheduler, "__self__", None) is client else None
 
 
@@ -381,10 +392,6 @@ def _block_scores(B, W, b):
 
 def _add_pair(a, b):
     return a[0] + b[0], a[1] + b[1]
-
-
-def _block_moments(B):
-    return moments(B)
 
 
 def _block_columns(B, pos, idx):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._lazy import LazyDesign
 from ._sequential import Step
 
 __all__ = ["SCREEN", "screen_order", "screen_steps"]
@@ -43,7 +44,7 @@ def screen_order(design, signs, allowed, intercept_col):
     """
     t = np.asarray(signs, dtype=np.float64)
     n = t.shape[0]
-    if hasattr(design, "scores_pass"):  # a lazy design (``_lazy.LazyDesign``): all in one pass
+    if isinstance(design, LazyDesign):  # all three in one pass over the chunks
         G, sq = design.scores_pass(np.column_stack([np.ones(n), t]), np.ones(n))
         tD, mean = G[:, 0], G[:, 1] / n
     else:

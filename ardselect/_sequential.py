@@ -72,19 +72,12 @@ def _col_sq_norms_weighted(Phi, b):
 
 
 def _squared(Phi):
-    """Elementwise square of the design, kept for the whole path (``b`` changes, ``Phi`` does not).
-
-    A lazy design is not squared: its weighted squared norms are one pass (``_weighted_sq``).
-    """
-    if isinstance(Phi, LazyDesign):
-        return Phi
+    """Elementwise square of the design, kept for the whole path (``b`` changes, ``Phi`` does not)."""
     return Phi.multiply(Phi).tocsr() if sp.issparse(Phi) else Phi * Phi
 
 
 def _weighted_sq(Phi2, b):
     """``sum_i b_i Phi_ij^2`` from the cached ``Phi2 = Phi * Phi``: a matrix-vector product."""
-    if isinstance(Phi2, LazyDesign):
-        return Phi2.weighted_sq(b)
     if sp.issparse(Phi2):
         return np.asarray(Phi2.T @ b).ravel()
     return b @ Phi2
@@ -398,11 +391,13 @@ class SequentialPath:
         self.n_rejected = 0
         k = 0
         budget = self.max_steps + m  # each feature can be rejected at most once
-        # Phi * Phi does not change along the path: square once (sample route does not need it).
+        # Phi * Phi does not change along the path: square once (sample route does not need it;
+        # a lazy design computes the weighted squares in the pass of its products instead).
         cache = {}
+        square = not isinstance(Phi, LazyDesign)
 
         def full_scores(post, b, t, factors=None):
-            if post.route != "sample" and "Phi2" not in cache:
+            if square and post.route != "sample" and "Phi2" not in cache:
                 cache["Phi2"] = _squared(Phi)
             return score_candidates(Phi, post, b, t, sq_cache=cache.get("Phi2"), factors=factors)
 

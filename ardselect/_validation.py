@@ -87,7 +87,9 @@ def column_range(X) -> tuple[np.ndarray, np.ndarray]:
 
 def constant_columns(X) -> np.ndarray:
     """Boolean mask of the columns of X whose values are all equal (all-zero columns included)."""
-    if hasattr(X, "constant_columns"):  # a lazy design: from its moments (one pass)
+    from ._lazy import LazyDesign  # (here: _lazy imports this module)
+
+    if isinstance(X, LazyDesign):  # from its moments (one pass)
         return X.constant_columns()
     if sp.issparse(X):
         mn, mx = column_range(X)
