@@ -324,6 +324,12 @@ def _factor(A):
     return safe_cholesky(np.tril(A) + np.tril(A, -1).T)
 
 
+# Designs whose sweep costs at most this many multiply-adds (``m^2 n``, ``m`` the side of the
+# factored matrix) run the sweeps in the compiled loop of ``_ep_kernel``; larger ones in the BLAS loop
+# of ``run_ep``, which is faster once the arithmetic outweighs the interpreter. Measured by
+# ``benchmarks/speed.py --ep-kernel``.
+KERNEL_MAX_WORK = 100_000
+
 # Constants as 0-d arrays: numpy converts a Python float operand on every call, which costs more
 # than the arithmetic on the short vectors of the EP loop.
 _ONE = np.array(1.0)
@@ -407,6 +413,20 @@ def run_ep(P, alpha, tau=None, nu=None, *, damping=1.0, tol=1e-8, max_iter=500, 
         return EPState(tau, nu, post, mc, vc, _log_evidence(post, tau, nu, mc, vc), 0,
                        converged=True)
     marginals = _Marginals(prior)
+    m = prior.Pt.shape[1] if prior.route == "weight" else n  # side of the factored matrix
+    if m * m * n <= KERNEL_MAX_WORK:
+        from ._ep_kernel import ep_sweeps  # numba is imported on the first fit, not with ardselect
+
+        A = marginals.PtT if prior.route == "weight" else marginals.K
+        start = site.copy()
+        it, converged, n_skipped, status = ep_sweeps(
+            np.ascontiguousarray(A), prior.route == "weight",
+            getattr(marginals, "diag_K", np.zeros(0)), site, float(damping), float(tol),
+            int(max_iter))
+        if status == 0:
+            return _finish(marginals, prior, P, alpha, site, it, converged, n_skipped)
+        site[:] = start  # a failed factorisation: the numpy loop below and its jitter handle it
+        converged, n_skipped, it = False, 0, 0
     new = np.empty((2, n))
     prev = None  # previous relative update (2n,), for the step control
     prev_sq = 0.0
@@ -455,7 +475,13 @@ def run_ep(P, alpha, tau=None, nu=None, *, damping=1.0, tol=1e-8, max_iter=500, 
             break
         if it < max_iter:
             f_mean, f_var = marginals(tau, nu)
-    tau, nu = tau.copy(), nu.copy()
+    return _finish(marginals, prior, P, alpha, site, it, converged, n_skipped)
+
+
+def _finish(marginals, prior, P, alpha, site, it, converged, n_skipped):
+    """The :class:`EPState` of the final sites ``site`` (``(2, n)``) after ``it`` sweeps."""
+    n = site.shape[1]
+    tau, nu = site[0].copy(), site[1].copy()
     post = marginals.posterior(prior, P, alpha, tau, nu)
     mc, vc, ok = _cavity(post, tau, nu)
     if not ok.all():

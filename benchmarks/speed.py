@@ -12,7 +12,13 @@ of ``--repeats`` runs of process CPU time on one BLAS thread (wall time on a sha
 the other jobs too). The engine's own counts are printed beside: path steps, EP sweeps, full
 candidate rescorings and the features scored exactly per step (``ardselect._screening``).
 
-Usage: python benchmarks/speed.py [--repeats 5] [--split 0]
+The default fit is also timed with the EP sweeps in the numpy/BLAS loop instead of the compiled one
+(``ardselect._ep.KERNEL_MAX_WORK = -1``), the engine before the compiled loop. ``--ep-kernel``
+prints instead, for EP runs of growing size, the compiled loop's time beside the BLAS loop's on the
+same problem: the measurement behind ``KERNEL_MAX_WORK``, the work (``m^2 n``) up to which a design
+goes to the compiled loop.
+
+Usage: python benchmarks/speed.py [--repeats 5] [--split 0] [--ep-kernel]
 """
 
 from __future__ import annotations
@@ -31,6 +37,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from leukaemia import load, partitions, preprocess  # noqa: E402
+
+
+def _warm_up():
+    """A tiny problem whose fit compiles the EP loop (or loads it from numba's cache)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 5))
+    return X, (X[:, 0] > 0).astype(int)
 
 
 def median_time(fn, repeats):
@@ -66,6 +79,51 @@ def engine_counts(X, y, **params):
     return steps, int(clf.path_["ep_sweeps"].sum()), (scr.n_full if scr else steps), exact
 
 
+def numpy_ep_loop(fn):
+    """``fn()`` with every EP run in the numpy/BLAS loop (the engine before the compiled loop)."""
+    import ardselect._ep as ep
+
+    def run():
+        limit = ep.KERNEL_MAX_WORK
+        ep.KERNEL_MAX_WORK = -1
+        try:
+            return fn()
+        finally:
+            ep.KERNEL_MAX_WORK = limit
+
+    return run
+
+
+def ep_kernel_table(repeats):
+    """Compiled against BLAS loop, per EP run to convergence, on random probit designs."""
+    import ardselect._ep as ep
+
+    rng = np.random.default_rng(0)
+    limit_default = ep.KERNEL_MAX_WORK
+    print("EP to convergence (ep_tol 1e-5), milliseconds, best of", repeats)
+    print("| samples n | weights d | work m^2 n | sweeps | compiled | BLAS loop | BLAS / compiled |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for n, d in [(36, 10), (36, 36), (36, 200), (46, 400), (58, 400), (100, 20), (100, 31),
+                 (100, 60), (200, 22), (466, 14), (466, 40), (466, 100)]:
+        X = rng.normal(size=(n, d))
+        w = rng.normal(size=d) * (rng.random(d) < 0.3)
+        P = np.sign(X @ w + 0.5 * rng.normal(size=n) + 1e-9)[:, None] * X
+        alpha = np.ones(d)
+        times = {}
+        for limit in (10**15, -1):
+            ep.KERNEL_MAX_WORK = limit
+            best = np.inf
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                st = ep.run_ep(P, alpha, tol=1e-5)
+                best = min(best, time.perf_counter() - t0)
+            times[limit] = best
+        ep.KERNEL_MAX_WORK = limit_default
+        m = min(n, d)
+        print(f"| {n} | {d} | {m * m * n:,} | {st.n_iter} | {1e3 * times[10**15]:.2f} | "
+              f"{1e3 * times[-1]:.2f} | {times[-1] / times[10**15]:.2f} |")
+
+
 def main(argv=None):
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
@@ -77,7 +135,13 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--split", type=int, default=0)
+    ap.add_argument("--ep-kernel", action="store_true",
+                    help="time the compiled EP loop against the BLAS loop by problem size")
     args = ap.parse_args(argv)
+    if args.ep_kernel:
+        ARDClassifier().fit(*_warm_up())  # compile (or load) the loop before timing
+        ep_kernel_table(args.repeats)
+        return
     X, y = load()
     tr = partitions(args.split + 1)[args.split]
     te = np.setdiff1d(np.arange(72), tr)
@@ -97,6 +161,9 @@ def main(argv=None):
         rows.append((f"ARD-EP {label}: full path {steps} steps, {sweeps} EP sweeps, {full} full "
                      f"rescorings, {exact:.0f} of {Xtr.shape[1]} genes scored exactly per step", t))
     t_ard = rows[0][1]
+    rows.insert(1, ("ARD-EP default with the EP sweeps in the numpy/BLAS loop (before the compiled "
+                    "loop)", median_time(numpy_ep_loop(lambda: ARDClassifier().fit(Xtr, ytr)),
+                                         args.repeats)))
     rows.append(("L1-logistic, one C (liblinear)", median_time(
         lambda: LogisticRegression(l1_ratio=1.0, solver="liblinear", C=1.0).fit(Xtr, ytr),
         args.repeats)))

@@ -6,6 +6,7 @@ import scipy.sparse as sp
 from scipy.special import log_ndtr
 
 from ardselect import DataError, LabelError, ep_probit
+from ardselect import _ep as ep_module
 from ardselect._ep import latent_posterior, run_ep
 from tests.reference.literal_ep import literal_ep
 
@@ -207,3 +208,62 @@ def test_separable_and_duplicated_features_stay_finite():
 def test_bad_input(X, y, alpha, exc, match):
     with pytest.raises(exc, match=match):
         ep_probit(X, y, alpha)
+
+
+def _numpy_loop(monkeypatch):
+    """Send every design to the BLAS loop of ``run_ep`` (no compiled sweeps)."""
+    monkeypatch.setattr(ep_module, "KERNEL_MAX_WORK", -1)
+
+
+@pytest.mark.parametrize(("n", "d", "route"), [(36, 20, None), (30, 80, None), (12, 5, "sample"),
+                                               (8, 12, "weight"), (40, 1, None)])
+@pytest.mark.parametrize("damping", [1.0, 0.5])
+def test_compiled_sweeps_equal_the_numpy_loop(monkeypatch, n, d, route, damping):
+    # The compiled loop runs the same algebra, convergence test and step control: the same number of
+    # sweeps and the same sites, evidence and cavities up to rounding, from a cold and a warm start.
+    rng = np.random.default_rng(n + d)
+    X, y = _toy(n + d, n, d)
+    P = y[:, None] * X
+    alpha = rng.uniform(0.1, 3.0, size=d)
+    warm = run_ep(P, 2 * alpha, tol=1e-3)
+    for start in [{}, {"tau": warm.tau, "nu": warm.nu}]:
+        fast = run_ep(P, alpha, damping=damping, tol=1e-9, route=route, **start)
+        with monkeypatch.context() as m:
+            _numpy_loop(m)
+            ref = run_ep(P, alpha, damping=damping, tol=1e-9, route=route, **start)
+        assert fast.post.route == ref.post.route
+        assert (fast.n_iter, fast.converged, fast.n_skipped) == (ref.n_iter, ref.converged,
+                                                                  ref.n_skipped)
+        np.testing.assert_allclose(fast.tau, ref.tau, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(fast.nu, ref.nu, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(fast.cavity_mean, ref.cavity_mean, rtol=1e-10, atol=1e-12)
+        assert fast.log_evidence == pytest.approx(ref.log_evidence, abs=1e-10)
+
+
+def test_compiled_sweeps_stop_at_max_iter_like_the_numpy_loop(monkeypatch):
+    X, y = _toy(3, 30, 10)
+    P = y[:, None] * X
+    alpha = np.full(10, 0.01)
+    fast = run_ep(P, alpha, tol=1e-14, max_iter=3)
+    _numpy_loop(monkeypatch)
+    ref = run_ep(P, alpha, tol=1e-14, max_iter=3)
+    assert (fast.n_iter, fast.converged) == (ref.n_iter, ref.converged) == (3, False)
+    np.testing.assert_allclose(fast.tau, ref.tau, rtol=1e-10)
+
+
+def test_compiled_sweeps_hand_a_failed_factorisation_to_the_numpy_loop(monkeypatch):
+    # A NaN in the design makes the compiled Cholesky fail (status 1); run_ep then runs the numpy
+    # loop from the same start, whose NaN policy gives the one error, exactly as without the kernel.
+    X, y = _toy(1, 10, 3)
+    P = y[:, None] * X
+    P[2, 1] = np.nan
+    from ardselect._ep_kernel import ep_sweeps
+
+    site = np.zeros((2, 10))
+    status = ep_sweeps(np.ascontiguousarray(P.T), weight=True, diag_K=np.zeros(0), site=site,
+                       damping=1.0, tol=1e-5, max_iter=50)[3]
+    assert status == 1
+    for limit in [ep_module.KERNEL_MAX_WORK, -1]:
+        monkeypatch.setattr(ep_module, "KERNEL_MAX_WORK", limit)
+        with pytest.raises(np.linalg.LinAlgError, match="NaN or infinite"):
+            run_ep(P, np.ones(3), tol=1e-5)
