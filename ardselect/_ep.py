@@ -325,7 +325,7 @@ def _factor(A):
 
 
 # Designs whose sweep costs at most this many multiply-adds (``m^2 n``, ``m`` the side of the
-# factored matrix) run the sweeps in the compiled loop of ``_ep_kernel``; larger ones in the BLAS loop
+# factored matrix) run the sweeps in the compiled loop of ``_kernels``; larger ones in the BLAS loop
 # of ``run_ep``, which is faster once the arithmetic outweighs the interpreter. Measured by
 # ``benchmarks/speed.py --ep-kernel``.
 KERNEL_MAX_WORK = 100_000
@@ -415,7 +415,7 @@ def run_ep(P, alpha, tau=None, nu=None, *, damping=1.0, tol=1e-8, max_iter=500, 
     marginals = _Marginals(prior)
     m = prior.Pt.shape[1] if prior.route == "weight" else n  # side of the factored matrix
     if m * m * n <= KERNEL_MAX_WORK:
-        from ._ep_kernel import ep_sweeps  # numba is imported on the first fit, not with ardselect
+        from ._kernels import ep_sweeps  # numba is imported on the first fit, not with ardselect
 
         A = marginals.PtT if prior.route == "weight" else marginals.K
         start = site.copy()

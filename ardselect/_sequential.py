@@ -175,50 +175,24 @@ def candidate_actions(S, Q, alpha, allowed, alpha_min=0.0, penalty=0.0):
     gain : ndarray of shape (m,)
         Change of the objective (``-inf`` where nothing can be done).
     new_alpha : ndarray of shape (m,)
+
+    Notes
+    -----
+    With ``s = alpha S / (alpha - S)``, ``q = alpha Q / (alpha - S)`` for an active feature (``s = S``,
+    ``q = Q`` otherwise) and ``theta = q^2 - s``, the optimal precision is ``s^2 / theta`` (at least
+    ``alpha_min``) when ``theta > 0`` and infinite otherwise. Gains: addition ``0.5 (r - 1 - log r)``
+    with ``r = Q^2 / S``; re-estimate ``0.5 (Q^2 delta / (1 + S delta) - log(1 + S delta))`` with
+    ``delta = 1 / a_new - 1 / alpha``; deletion ``0.5 (Q^2 / (S - alpha) - log(1 - S / alpha))``.
+    One compiled pass over the features (:func:`ardselect._kernels.candidate_actions`).
     """
-    active = np.isfinite(alpha)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        denom = np.where(active, alpha - S, 1.0)
-        s = np.where(active, alpha * S / denom, S)
-        q = np.where(active, alpha * Q / denom, Q)
-        theta = q * q - s
-        pos = theta > 0
-        a_opt = np.where(pos, np.maximum(s * s / np.where(pos, theta, 1.0), alpha_min), np.inf)
-        gain = np.full(S.shape, -np.inf)
-        action = np.full(S.shape, NONE, dtype=np.int8)
+    from ._kernels import candidate_actions as compiled  # numba loads at the first fit
 
-        add = ~active & pos & allowed
-        # 0.5 [ (Q^2 - S)/S + log(S/Q^2) ]  (inactive: S = s, Q = q)
-        r = Q[add] ** 2 / S[add]
-        gain[add] = 0.5 * (r - 1.0 - np.log(r))
-        action[add] = ADD
-
-        re = active & pos
-        # 0.5 [ Q^2 delta / (1 + S delta) - log(1 + S delta) ],  delta = 1/a_new - 1/a_old
-        delta = 1.0 / a_opt[re] - 1.0 / alpha[re]
-        sd = S[re] * delta
-        gain[re] = 0.5 * (Q[re] ** 2 * delta / (1.0 + sd) - np.log1p(sd))
-        action[re] = REESTIMATE
-
-        de = active & ~pos
-        # 0.5 [ Q^2 / (S - alpha) - log(1 - S/alpha) ]
-        gain[de] = 0.5 * (Q[de] ** 2 / (S[de] - alpha[de]) - np.log1p(-S[de] / alpha[de]))
-        action[de] = DELETE
-        if np.any(penalty):
-            c = np.broadcast_to(np.asarray(penalty, dtype=np.float64), S.shape)
-            gain[add] -= c[add]
-            # A relevant feature may still be worth deleting: its deletion gain (the same formula,
-            # negative when theta > 0) plus the penalty, against the re-estimate.
-            g_del = 0.5 * (Q[re] ** 2 / (S[re] - alpha[re]) - np.log1p(-S[re] / alpha[re]))
-            g_del = g_del + c[re]
-            swap = g_del > gain[re]
-            idx_re = np.flatnonzero(re)
-            gain[idx_re[swap]] = g_del[swap]
-            action[idx_re[swap]] = DELETE
-            gain[de] += c[de]
-    new_alpha = np.where(action == DELETE, np.inf, a_opt)
-    gain[~np.isfinite(gain) & (action != NONE)] = -np.inf
-    return action, gain, new_alpha
+    S = np.ascontiguousarray(S, dtype=np.float64)
+    pen = np.ascontiguousarray(np.broadcast_to(np.asarray(penalty, dtype=np.float64), S.shape))
+    return compiled(S, np.ascontiguousarray(Q, dtype=np.float64),
+                    np.ascontiguousarray(alpha, dtype=np.float64),
+                    np.ascontiguousarray(allowed, dtype=np.bool_), float(alpha_min), pen,
+                    bool(np.any(pen)))
 
 
 def log_marginal_virtual(Phi_active, alpha_active, b, t) -> float:

@@ -257,7 +257,7 @@ def test_compiled_sweeps_hand_a_failed_factorisation_to_the_numpy_loop(monkeypat
     X, y = _toy(1, 10, 3)
     P = y[:, None] * X
     P[2, 1] = np.nan
-    from ardselect._ep_kernel import ep_sweeps
+    from ardselect._kernels import ep_sweeps
 
     site = np.zeros((2, 10))
     status = ep_sweeps(np.ascontiguousarray(P.T), weight=True, diag_K=np.zeros(0), site=site,

@@ -1,5 +1,15 @@
-r"""The parallel EP sweep loop of :func:`ardselect._ep.run_ep`, compiled (numba) for small designs.
+r"""The engine's innermost loops, compiled (numba).
 
+* :func:`ep_sweeps`: the parallel EP sweep loop of :func:`ardselect._ep.run_ep` for small designs;
+* :func:`candidate_actions`: the best action for every candidate feature and its gain
+  (:func:`ardselect._sequential.candidate_actions`, which documents the rules).
+
+Both are elementwise or small-matrix loops that numpy runs as dozens of short array calls. numba is
+imported (and the loops compiled, or loaded from its disk cache) at the first fit, not with
+ardselect.
+
+EP sweeps
+---------
 Why compiled: on the problems the path meets most (tens of samples, tens of weights) a sweep is a
 few thousand multiply-adds, and the numpy version of the loop spends most of its time in the
 interpreter between about fifty small array calls. Here the whole loop, sweeps and step control,
@@ -26,7 +36,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import get_cython_function_address
 
-__all__ = ["ep_sweeps"]
+__all__ = ["candidate_actions", "ep_sweeps"]
 
 # scipy.special.log_ndtr for a double (the fused specialisation ``__pyx_fuse_1``): the routine the
 # numpy loop calls, so both loops evaluate log Phi identically. It is declared by a symbol name
@@ -220,3 +230,63 @@ def ep_sweeps(A, weight, diag_K, site, damping, tol, max_iter):
                                             f_var):
             return it, converged, n_skipped, 1
     return it, converged, n_skipped, 0
+
+
+# Actions, as ardselect._sequential numbers them.
+_NONE, _ADD, _DELETE, _REESTIMATE = 0, 1, 2, 3
+
+
+@njit(cache=True, error_model="numpy")
+def candidate_actions(S, Q, alpha, allowed, alpha_min, penalty, has_penalty):
+    """Action, gain and new precision per feature; ``penalty`` has one value per feature.
+
+    One pass over the features with the formulas of ``_sequential.candidate_actions``; divisions by
+    zero give infinities and logs of negatives NaN, as numpy's do there, and a non-finite gain of a
+    possible action becomes ``-inf``.
+    """
+    m = S.shape[0]
+    action = np.zeros(m, dtype=np.int8)
+    gain = np.full(m, -np.inf)
+    new_alpha = np.full(m, np.inf)
+    for j in range(m):
+        a, Sj, Qj = alpha[j], S[j], Q[j]
+        active = math.isfinite(a)
+        if active:
+            denom = a - Sj
+            s = a * Sj / denom
+            q = a * Qj / denom
+        else:
+            s, q = Sj, Qj
+        theta = q * q - s
+        pos = theta > 0
+        a_opt = max(s * s / theta, alpha_min) if pos else np.inf
+        act = _NONE
+        g = -np.inf
+        if not active:
+            if pos and allowed[j]:
+                r = Qj * Qj / Sj
+                g = 0.5 * (r - 1.0 - math.log(r)) - (penalty[j] if has_penalty else 0.0)
+                act = _ADD
+        elif pos:
+            # 0.5 [ Q^2 delta / (1 + S delta) - log(1 + S delta) ],  delta = 1/a_new - 1/a_old
+            delta = 1.0 / a_opt - 1.0 / a
+            sd = Sj * delta
+            g = 0.5 * (Qj * Qj * delta / (1.0 + sd) - math.log1p(sd))
+            act = _REESTIMATE
+            if has_penalty:
+                # A relevant feature may still be worth deleting, beside its penalty.
+                g_del = 0.5 * (Qj * Qj / (Sj - a) - math.log1p(-Sj / a)) + penalty[j]
+                if g_del > g:
+                    g = g_del
+                    act = _DELETE
+        else:
+            g = 0.5 * (Qj * Qj / (Sj - a) - math.log1p(-Sj / a))
+            if has_penalty:
+                g += penalty[j]
+            act = _DELETE
+        if act != _NONE and not math.isfinite(g):
+            g = -np.inf
+        action[j] = act
+        gain[j] = g
+        new_alpha[j] = np.inf if act == _DELETE else a_opt
+    return action, gain, new_alpha
