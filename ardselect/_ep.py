@@ -412,21 +412,34 @@ def run_ep(P, alpha, tau=None, nu=None, *, damping=1.0, tol=1e-8, max_iter=500, 
         vc = np.zeros(n)
         return EPState(tau, nu, post, mc, vc, _log_evidence(post, tau, nu, mc, vc), 0,
                        converged=True)
-    marginals = _Marginals(prior)
     m = prior.Pt.shape[1] if prior.route == "weight" else n  # side of the factored matrix
     if m * m * n <= KERNEL_MAX_WORK:
         from ._kernels import ep_sweeps  # numba is imported on the first fit, not with ardselect
 
-        A = marginals.PtT if prior.route == "weight" else marginals.K
+        weight = prior.route == "weight"
+        # Weight space: Pt^T (d, n); sample space: K (n, n), symmetric, and its diagonal.
+        A = np.ascontiguousarray(prior.Pt.T) if weight else np.ascontiguousarray(prior.K)
         start = site.copy()
-        it, converged, n_skipped, status = ep_sweeps(
-            np.ascontiguousarray(A), prior.route == "weight",
-            getattr(marginals, "diag_K", np.zeros(0)), site, float(damping), float(tol),
-            int(max_iter))
+        it, converged, n_skipped, status, L, f_mean, f_var, x, mc, vc, log_ev = ep_sweeps(
+            A, weight, np.zeros(0) if weight else np.diag(A).copy(), site, float(damping),
+            float(tol), int(max_iter))
         if status == 0:
-            return _finish(marginals, prior, P, alpha, site, it, converged, n_skipped)
+            tau, nu = site[0].copy(), site[1].copy()
+            post = LatentPosterior.__new__(LatentPosterior)
+            post.alpha, post.tau, post.nu = alpha, tau, nu
+            post.inv_sqrt_alpha, post.Pt, post.route = prior.inv_sqrt_alpha, prior.Pt, prior.route
+            post.L, post.f_mean, post.f_var = L, f_mean, f_var
+            if weight:
+                post.mean_t = x
+            else:
+                post.s = np.sqrt(tau)
+                post.mean_t = prior.Pt.T @ x  # (d,) = A^1/2 mean = Pt^T b
+            post.mean = post.inv_sqrt_alpha * post.mean_t
+            post.log_det_B = 2.0 * float(np.log(np.diagonal(L)).sum())
+            return EPState(tau, nu, post, mc, vc, log_ev, it, converged, n_skipped)
         site[:] = start  # a failed factorisation: the numpy loop below and its jitter handle it
         converged, n_skipped, it = False, 0, 0
+    marginals = _Marginals(prior)
     new = np.empty((2, n))
     prev = None  # previous relative update (2n,), for the step control
     prev_sq = 0.0

@@ -1,6 +1,8 @@
 r"""The engine's innermost loops, compiled (numba).
 
-* :func:`ep_sweeps`: the parallel EP sweep loop of :func:`ardselect._ep.run_ep` for small designs;
+* :func:`ep_sweeps`: the parallel EP sweep loop of :func:`ardselect._ep.run_ep` for small designs,
+  and what ``run_ep`` reports for the final sites (the posterior's factor, marginals and mean, the
+  cavities and the evidence);
 * :func:`candidate_actions`: the best action for every candidate feature and its gain
   (:func:`ardselect._sequential.candidate_actions`, which documents the rules).
 
@@ -158,22 +160,11 @@ def _site_update(mc, vc):
 
 
 @njit(cache=True)
-def ep_sweeps(A, weight, diag_K, site, damping, tol, max_iter):
-    """Run the parallel EP sweeps of ``run_ep`` in place on ``site`` (``(2, n)``: ``tau``, ``nu``).
-
-    Returns ``(n_iter, converged, n_skipped, status)``; ``status`` is 1 when a factorisation failed
-    (``site`` is then part-way, and the caller starts again from its own copy) and 0 otherwise.
-    """
+def _sweeps(A, weight, diag_K, site, damping, tol, max_iter, B, L, R, V, w, f_mean, f_var):
+    """The sweeps of ``run_ep`` in place on ``site``; ``(n_iter, converged, n_skipped, ok)``."""
     m, n = A.shape
     tau = site[0]
     nu = site[1]
-    B = np.zeros((m, m))
-    L = np.zeros((m, m))
-    R = np.empty((m, n))
-    V = np.empty((m, n))
-    w = np.empty(m)
-    f_mean = np.empty(n)
-    f_var = np.empty(n)
     new = np.empty((2, n))
     rel = np.empty(2 * n)
     prev = np.empty(2 * n)
@@ -184,7 +175,7 @@ def ep_sweeps(A, weight, diag_K, site, damping, tol, max_iter):
     n_skipped = 0
     it = 0
     if not _marginals(A, weight, diag_K, tau, nu, B, L, R, V, w, f_mean, f_var):
-        return it, converged, n_skipped, 1
+        return it, converged, n_skipped, False
     for it in range(1, max_iter + 1):
         n_skipped = 0
         for i in range(n):
@@ -228,8 +219,79 @@ def ep_sweeps(A, weight, diag_K, site, damping, tol, max_iter):
             break
         if it < max_iter and not _marginals(A, weight, diag_K, tau, nu, B, L, R, V, w, f_mean,
                                             f_var):
-            return it, converged, n_skipped, 1
-    return it, converged, n_skipped, 0
+            return it, converged, n_skipped, False
+    return it, converged, n_skipped, True
+
+
+@njit(cache=True)
+def ep_sweeps(A, weight, diag_K, site, damping, tol, max_iter):
+    """Run the parallel EP sweeps of ``run_ep`` in place on ``site`` (``(2, n)``: ``tau``, ``nu``).
+
+    Then, for the final sites, what ``run_ep`` reports (``_ep._finish``'s algebra): the factor and
+    the latent marginals, the posterior mean's solve, the cavities and the EP log evidence.
+
+    Returns ``(n_iter, converged, n_skipped, status, L, f_mean, f_var, x, mc, vc, log_evidence)``:
+    ``L`` the lower Cholesky factor of ``B`` (zeros above the diagonal); ``x`` the scaled posterior
+    mean ``A^1/2 mean`` in weight space (``Bw^-1 Pt^T nu``) and the vector ``b = nu - T^1/2 Bs^-1
+    T^1/2 K nu`` in sample space (``A^1/2 mean = Pt^T b``); ``mc, vc`` the cavities, where one is
+    invalid by rounding the marginal itself (``n_skipped`` then counts them). ``status`` is 1 when a
+    factorisation failed (``site`` is then part-way, the other outputs meaningless, and the caller
+    starts again from its own copy) and 0 otherwise.
+    """
+    m, n = A.shape
+    B = np.zeros((m, m))
+    L = np.zeros((m, m))
+    R = np.empty((m, n))
+    V = np.empty((m, n))
+    w = np.empty(m)
+    f_mean = np.empty(n)
+    f_var = np.empty(n)
+    x = np.empty(m)
+    mc = np.empty(n)
+    vc = np.empty(n)
+    it, converged, n_skipped, ok = _sweeps(A, weight, diag_K, site, damping, tol, max_iter, B, L,
+                                           R, V, w, f_mean, f_var)
+    if ok:
+        ok = _marginals(A, weight, diag_K, site[0], site[1], B, L, R, V, w, f_mean, f_var)
+    if not ok:
+        return it, converged, n_skipped, 1, L, f_mean, f_var, x, mc, vc, 0.0
+    tau = site[0]
+    nu = site[1]
+    # x = L^-T w: weight space Bw^-1 Pt^T nu; sample space Bs^-1 T^1/2 K nu, then b = nu - s x.
+    for a in range(m - 1, -1, -1):
+        acc = w[a]
+        for c in range(a + 1, m):
+            acc -= L[c, a] * x[c]
+        x[a] = acc / L[a, a]
+    if not weight:
+        for a in range(m):
+            x[a] = nu[a] - math.sqrt(tau[a]) * x[a]
+    # Cavities (an invalid one is replaced by the marginal itself) and the EP log evidence
+    # (``_ep._log_evidence``).
+    bad = 0
+    site_sum = 0.0
+    quad = 0.0
+    for i in range(n):
+        denom = 1.0 - tau[i] * f_var[i]
+        if denom > 1e-12 and f_var[i] > 0.0:
+            vc[i] = f_var[i] / denom
+            mc[i] = (f_mean[i] - nu[i] * f_var[i]) / denom
+        else:
+            vc[i] = f_var[i]
+            mc[i] = f_mean[i]
+            bad += 1
+        mi = nu[i] / tau[i] if tau[i] > 0.0 else 0.0
+        tv = tau[i] * vc[i]
+        site_sum += (_log_ndtr(mc[i] / math.sqrt(1.0 + vc[i]), 0) + 0.5 * math.log1p(tv)
+                     + 0.5 * tau[i] * (mi - mc[i]) ** 2 / (1.0 + tv))
+        quad += tau[i] * mi * mi - nu[i] * f_mean[i]
+    log_det = 0.0
+    for a in range(m):
+        log_det += math.log(L[a, a])
+    if bad:
+        n_skipped = bad
+    log_ev = site_sum - log_det - 0.5 * quad  # 0.5 log|B| = sum log L_aa
+    return it, converged, n_skipped, 0, L, f_mean, f_var, x, mc, vc, log_ev
 
 
 # Actions, as ardselect._sequential numbers them.

@@ -237,7 +237,18 @@ def test_compiled_sweeps_equal_the_numpy_loop(monkeypatch, n, d, route, damping)
         np.testing.assert_allclose(fast.tau, ref.tau, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(fast.nu, ref.nu, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(fast.cavity_mean, ref.cavity_mean, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(fast.cavity_var, ref.cavity_var, rtol=1e-10, atol=1e-12)
         assert fast.log_evidence == pytest.approx(ref.log_evidence, abs=1e-10)
+        # The posterior the compiled loop reports for the final sites.
+        a, b = fast.post, ref.post
+        for name in ["mean", "mean_t", "f_mean", "f_var", "L"]:
+            np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=1e-9, atol=1e-11,
+                                       err_msg=name)
+        assert a.log_det_B == pytest.approx(b.log_det_B, abs=1e-10)
+        np.testing.assert_allclose(a.cov(), b.cov(), rtol=1e-9, atol=1e-11)
+        Xn = rng.normal(size=(5, d))
+        for u, v in zip(a.latent(Xn), b.latent(Xn), strict=True):
+            np.testing.assert_allclose(u, v, rtol=1e-9, atol=1e-11)
 
 
 def test_compiled_sweeps_stop_at_max_iter_like_the_numpy_loop(monkeypatch):
