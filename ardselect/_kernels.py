@@ -52,7 +52,24 @@ _log_ndtr = types.ExternalFunction("ardselect_log_ndtr", types.float64(types.flo
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
-@njit(cache=True)
+def _jit(**options):
+    """``numba.njit``, cached on disk where numba finds a writable place, else compiled per process.
+
+    numba caches in the package's ``__pycache__``, in ``NUMBA_CACHE_DIR`` or in the user's cache
+    folder; where none is writable (a read-only installation and home) it refuses ``cache=True``
+    with a RuntimeError, and the loops are then compiled afresh in every process instead.
+    """
+
+    def wrap(fn):
+        try:
+            return njit(cache=True, **options)(fn)
+        except RuntimeError:  # "cannot cache function ...: no locator available"
+            return njit(cache=False, **options)(fn)
+
+    return wrap
+
+
+@_jit()
 def _cholesky(B, L):
     """Lower Cholesky factor of ``B`` (lower triangle read) into ``L``; False on a bad pivot."""
     m = B.shape[0]
@@ -72,7 +89,7 @@ def _cholesky(B, L):
     return True
 
 
-@njit(cache=True)
+@_jit()
 def _forward(L, R, V):
     """``V = L^-1 R`` for lower-triangular ``L`` (``(m, m)``) and ``R`` (``(m, k)``), row by row."""
     m, k = R.shape
@@ -88,7 +105,7 @@ def _forward(L, R, V):
             V[a, c] *= inv
 
 
-@njit(cache=True)
+@_jit()
 def _marginals(A, weight, diag_K, tau, nu, B, L, R, V, w, f_mean, f_var):
     """Latent marginals for sites ``tau, nu``; False if the factorisation failed.
 
@@ -145,7 +162,7 @@ def _marginals(A, weight, diag_K, tau, nu, B, L, R, V, w, f_mean, f_var):
     return True
 
 
-@njit(cache=True)
+@_jit()
 def _site_update(mc, vc):
     """New ``(tau, nu)`` of one site from a valid cavity (the formulas of ``_ep._new_sites``)."""
     s2 = vc + 1.0
@@ -159,7 +176,7 @@ def _site_update(mc, vc):
     return (1.0 - tv) / var, (mc + vc * r / s) / var - mc / vc
 
 
-@njit(cache=True)
+@_jit()
 def _sweeps(A, weight, diag_K, site, damping, tol, max_iter, B, L, R, V, w, f_mean, f_var):
     """The sweeps of ``run_ep`` in place on ``site``; ``(n_iter, converged, n_skipped, ok)``."""
     m, n = A.shape
@@ -223,7 +240,7 @@ def _sweeps(A, weight, diag_K, site, damping, tol, max_iter, B, L, R, V, w, f_me
     return it, converged, n_skipped, True
 
 
-@njit(cache=True)
+@_jit()
 def ep_sweeps(A, weight, diag_K, site, damping, tol, max_iter):
     """Run the parallel EP sweeps of ``run_ep`` in place on ``site`` (``(2, n)``: ``tau``, ``nu``).
 
@@ -298,7 +315,7 @@ def ep_sweeps(A, weight, diag_K, site, damping, tol, max_iter):
 _NONE, _ADD, _DELETE, _REESTIMATE = 0, 1, 2, 3
 
 
-@njit(cache=True, error_model="numpy")
+@_jit(error_model="numpy")
 def candidate_actions(S, Q, alpha, allowed, alpha_min, penalty, has_penalty):
     """Action, gain and new precision per feature; ``penalty`` has one value per feature.
 

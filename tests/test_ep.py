@@ -278,3 +278,21 @@ def test_compiled_sweeps_hand_a_failed_factorisation_to_the_numpy_loop(monkeypat
         monkeypatch.setattr(ep_module, "KERNEL_MAX_WORK", limit)
         with pytest.raises(np.linalg.LinAlgError, match="NaN or infinite"):
             run_ep(P, np.ones(3), tol=1e-5)
+
+
+def test_compiled_loops_fall_back_to_per_process_compilation(monkeypatch):
+    # Where numba finds no writable cache location it refuses cache=True at decoration; the loops
+    # are then compiled without a disk cache instead of failing the import.
+    from numba.core import caching
+
+    from ardselect._kernels import _jit
+
+    monkeypatch.setattr(caching.CacheImpl, "_locator_classes", [])
+    monkeypatch.delenv("NUMBA_CACHE_LOCATOR_CLASSES", raising=False)
+
+    def twice(x):
+        return 2.0 * x
+
+    with pytest.raises(RuntimeError, match="no locator"):
+        __import__("numba").njit(cache=True)(twice)
+    assert _jit()(twice)(1.5) == 3.0
