@@ -53,7 +53,7 @@ _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def _jit(**options):
-    """``numba.njit``, cached on disk where numba finds a writable place, else compiled per process.
+    """``numba.njit`` without the GIL, cached on disk where numba can, else compiled per process.
 
     numba caches in the package's ``__pycache__``, in ``NUMBA_CACHE_DIR`` or in the user's cache
     folder; where none is writable (a read-only installation and home) it refuses ``cache=True``
@@ -61,10 +61,12 @@ def _jit(**options):
     """
 
     def wrap(fn):
+        # nogil: the loops touch no Python object, so other threads run meanwhile (the rest of a
+        # small fit is GIL-bound, so this does not make n_jobs threads faster there: measured).
         try:
-            return njit(cache=True, **options)(fn)
+            return njit(cache=True, nogil=True, **options)(fn)
         except RuntimeError:  # "cannot cache function ...: no locator available"
-            return njit(cache=False, **options)(fn)
+            return njit(cache=False, nogil=True, **options)(fn)
 
     return wrap
 
