@@ -386,6 +386,8 @@ def run_ep(P, alpha, tau=None, nu=None, *, damping=1.0, tol=1e-8, max_iter=500, 
 
     A sweep computes only the latent marginals (:class:`_Marginals`) and the new sites
     (:func:`_new_sites`); the full :class:`LatentPosterior` is built once, for the final sites.
+    Small designs (``m^2 n <= KERNEL_MAX_WORK``) run the same sweeps, and the final posterior,
+    cavities and evidence, in one compiled call (:func:`ardselect._kernels.ep_sweeps`).
     """
     P = np.asarray(P, dtype=np.float64)
     alpha = np.asarray(alpha, dtype=np.float64)
