@@ -168,6 +168,27 @@ class GaussianPrior:
         self.K = self.Pt @ self.Pt.T if self.route == "sample" else None  # (n, n)
 
 
+def _assemble_posterior(prior, alpha, tau, nu, L, f_mean, f_var, x) -> LatentPosterior:
+    """The :class:`LatentPosterior` of sites ``tau, nu`` from what an EP loop computed for them.
+
+    ``L`` is the clean lower Cholesky factor of ``B``, ``f_mean, f_var`` the latent marginals and
+    ``x`` the solve of the posterior mean: ``A^1/2 mean`` itself in weight space, the vector ``b``
+    with ``A^1/2 mean = Pt^T b`` in sample space (as :class:`LatentPosterior` defines them).
+    """
+    post = LatentPosterior.__new__(LatentPosterior)
+    post.alpha, post.tau, post.nu = alpha, tau, nu
+    post.inv_sqrt_alpha, post.Pt, post.route = prior.inv_sqrt_alpha, prior.Pt, prior.route
+    post.L, post.f_mean, post.f_var = L, f_mean, f_var
+    if prior.route == "weight":
+        post.mean_t = x
+    else:
+        post.s = np.sqrt(tau)
+        post.mean_t = prior.Pt.T @ x  # (d,) = A^1/2 mean
+    post.mean = post.inv_sqrt_alpha * post.mean_t
+    post.log_det_B = 2.0 * float(np.log(np.diagonal(L)).sum())
+    return post
+
+
 def latent_posterior(P, alpha, tau, nu, route=None) -> LatentPosterior:
     """Gaussian posterior of the weights for design ``P``, precisions ``alpha`` and sites ``tau, nu``."""
     return LatentPosterior(np.asarray(P, float), np.asarray(alpha, float), tau, nu, route)
@@ -258,35 +279,27 @@ class _Marginals:
 
     def posterior(self, prior, P, alpha, tau, nu):
         """The full :class:`LatentPosterior` for the final sites, from the same few calls."""
-        post = LatentPosterior.__new__(LatentPosterior)
-        post.alpha, post.tau, post.nu = alpha, tau, nu
-        post.inv_sqrt_alpha, post.Pt, post.route = prior.inv_sqrt_alpha, prior.Pt, prior.route
         s = np.sqrt(tau)
         if self.route == "weight":
             L = _factor(_dsyrk(1.0, self.PtT * s, beta=1.0, c=self.eye, lower=1))
             V = _dtrsm(1.0, L, self.PtT, lower=1)  # (d, n)
             Vnu = _dgemv(1.0, V, nu)
-            post.mean_t = _dtrsm(1.0, L, Vnu[:, None], lower=1, trans_a=1)[:, 0]  # Bw^-1 Pt^T nu
-            post.f_var = np.einsum("ij,ij->j", V, V)
-            post.f_mean = _dgemv(1.0, V, Vnu, trans=1)
+            x = _dtrsm(1.0, L, Vnu[:, None], lower=1, trans_a=1)[:, 0]  # Bw^-1 Pt^T nu
+            f_var = np.einsum("ij,ij->j", V, V)
+            f_mean = _dgemv(1.0, V, Vnu, trans=1)
         else:
             SK = s[:, None] * self.K
             Bs = SK * s
             Bs.flat[:: Bs.shape[0] + 1] += 1.0
             L = _factor(Bs)
             V = _dtrsm(1.0, L, SK, lower=1)
-            post.s = s
-            post.f_var = self.diag_K - np.einsum("ij,ij->j", V, V)
+            f_var = self.diag_K - np.einsum("ij,ij->j", V, V)
             Vnu = _dgemv(1.0, V, nu)
             # b = nu - S Bs^-1 S K nu (LatentPosterior): S K nu = L V nu, so b = nu - s L^-T (V nu)
-            b = nu - s * _dtrsm(1.0, L, Vnu[:, None], lower=1, trans_a=1)[:, 0]
-            post.mean_t = prior.Pt.T @ b  # (d,) = A^1/2 mean
-            post.f_mean = _dgemv(1.0, self.K, b)
-        L = np.tril(L)  # the factor of record is clean (callers may use both triangles)
-        post.L = L
-        post.mean = post.inv_sqrt_alpha * post.mean_t
-        post.log_det_B = 2.0 * float(np.log(np.diagonal(L)).sum())
-        return post
+            x = nu - s * _dtrsm(1.0, L, Vnu[:, None], lower=1, trans_a=1)[:, 0]
+            f_mean = _dgemv(1.0, self.K, x)
+        # The factor of record is clean (callers may use both triangles).
+        return _assemble_posterior(prior, alpha, tau, nu, np.tril(L), f_mean, f_var, x)
 
     def __call__(self, tau, nu):
         # Direct BLAS/LAPACK calls: these run once per EP sweep on small matrices, where numpy's
@@ -427,17 +440,7 @@ def run_ep(P, alpha, tau=None, nu=None, *, damping=1.0, tol=1e-8, max_iter=500, 
             float(tol), int(max_iter))
         if status == 0:
             tau, nu = site[0].copy(), site[1].copy()
-            post = LatentPosterior.__new__(LatentPosterior)
-            post.alpha, post.tau, post.nu = alpha, tau, nu
-            post.inv_sqrt_alpha, post.Pt, post.route = prior.inv_sqrt_alpha, prior.Pt, prior.route
-            post.L, post.f_mean, post.f_var = L, f_mean, f_var
-            if weight:
-                post.mean_t = x
-            else:
-                post.s = np.sqrt(tau)
-                post.mean_t = prior.Pt.T @ x  # (d,) = A^1/2 mean = Pt^T b
-            post.mean = post.inv_sqrt_alpha * post.mean_t
-            post.log_det_B = 2.0 * float(np.log(np.diagonal(L)).sum())
+            post = _assemble_posterior(prior, alpha, tau, nu, L, f_mean, f_var, x)
             return EPState(tau, nu, post, mc, vc, log_ev, it, converged, n_skipped)
         site[:] = start  # a failed factorisation: the numpy loop below and its jitter handle it
         converged, n_skipped, it = False, 0, 0

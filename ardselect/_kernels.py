@@ -129,14 +129,13 @@ def _marginals(A, weight, diag_K, tau, nu, B, L, R, V, w, f_mean, f_var):
             return False
         _forward(L, A, V)
     else:
+        s = np.sqrt(tau)
         for a in range(m):
-            sa = math.sqrt(tau[a])
             for c in range(n):
-                R[a, c] = sa * A[a, c]
+                R[a, c] = s[a] * A[a, c]
         for a in range(m):
-            sa = math.sqrt(tau[a])
             for b in range(a + 1):
-                B[a, b] = R[a, b] * math.sqrt(tau[b])
+                B[a, b] = R[a, b] * s[b]
             B[a, a] += 1.0
         if not _cholesky(B, L):
             return False
@@ -260,7 +259,7 @@ def ep_sweeps(A, weight, diag_K, site, damping, tol, max_iter):
     m, n = A.shape
     B = np.zeros((m, m))
     L = np.zeros((m, m))
-    R = np.empty((m, n))
+    R = np.empty((0, 0) if weight else (m, n))  # T^1/2 K, sample space only
     V = np.empty((m, n))
     w = np.empty(m)
     f_mean = np.empty(n)

@@ -24,6 +24,7 @@ Usage: python benchmarks/speed.py [--repeats 5] [--split 0] [--ep-kernel]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -79,17 +80,24 @@ def engine_counts(X, y, **params):
     return steps, int(clf.path_["ep_sweeps"].sum()), (scr.n_full if scr else steps), exact
 
 
-def numpy_ep_loop(fn):
-    """``fn()`` with every EP run in the numpy/BLAS loop (the engine before the compiled loop)."""
+@contextlib.contextmanager
+def ep_kernel_limit(limit):
+    """EP runs of work up to ``limit`` in the compiled loop (-1: none; the engine before it)."""
     import ardselect._ep as ep
 
+    saved, ep.KERNEL_MAX_WORK = ep.KERNEL_MAX_WORK, limit
+    try:
+        yield
+    finally:
+        ep.KERNEL_MAX_WORK = saved
+
+
+def numpy_ep_loop(fn):
+    """``fn()`` with every EP run in the numpy/BLAS loop (the engine before the compiled loop)."""
+
     def run():
-        limit = ep.KERNEL_MAX_WORK
-        ep.KERNEL_MAX_WORK = -1
-        try:
+        with ep_kernel_limit(-1):
             return fn()
-        finally:
-            ep.KERNEL_MAX_WORK = limit
 
     return run
 
@@ -99,7 +107,6 @@ def ep_kernel_table(repeats):
     import ardselect._ep as ep
 
     rng = np.random.default_rng(0)
-    limit_default = ep.KERNEL_MAX_WORK
     print("EP to convergence (ep_tol 1e-5), milliseconds, best of", repeats)
     print("| samples n | weights d | work m^2 n | sweeps | compiled | BLAS loop | BLAS / compiled |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
@@ -111,14 +118,13 @@ def ep_kernel_table(repeats):
         alpha = np.ones(d)
         times = {}
         for limit in (10**15, -1):
-            ep.KERNEL_MAX_WORK = limit
             best = np.inf
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                st = ep.run_ep(P, alpha, tol=1e-5)
-                best = min(best, time.perf_counter() - t0)
+            with ep_kernel_limit(limit):
+                for _ in range(repeats):
+                    t0 = time.perf_counter()
+                    st = ep.run_ep(P, alpha, tol=1e-5)
+                    best = min(best, time.perf_counter() - t0)
             times[limit] = best
-        ep.KERNEL_MAX_WORK = limit_default
         m = min(n, d)
         print(f"| {n} | {d} | {m * m * n:,} | {st.n_iter} | {1e3 * times[10**15]:.2f} | "
               f"{1e3 * times[-1]:.2f} | {times[-1] / times[10**15]:.2f} |")
