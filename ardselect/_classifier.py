@@ -22,7 +22,7 @@ from ._base import ConstantFeatureWarning, _ARDPathEstimator, _Chosen, label
 from ._basis import make_basis, unit_rms
 from ._certainty import inclusion_certainty, leave_one_out_sq
 from ._criteria import CRITERIA, check_criterion, choose_step, comparable_loo, group_cavities
-from ._cv import choose_candidate, fit_combine_temperature, step_latent_z
+from ._cv import choose_candidate, fit_combine_temperature, step_latent
 from ._ep import LatentPosterior, loo_error, loo_prob_error, run_ep
 from ._lazy import LazyDesign, default_client
 from ._probit import probit_log_proba, tilted_moments
@@ -211,8 +211,9 @@ def _fit_binary(est, k, label, y_idx, Phi_s, allowed):
 def _fold_candidates(est, k, label, y_idx, Phi_s, allowed, train, test):
     """One problem refitted on a fold's training part; its candidates' held-out latents.
 
-    Returns a dict candidate name -> ``(z, n_genes)``: ``"ard"`` (the LOO-chosen ARD step) and
-    ``"screen k"`` for every screened size.
+    Returns a dict candidate name -> ``(latent, n_genes)``: ``"ard"`` (the LOO-chosen ARD step),
+    ``"screen k"`` for every screened size and the ML candidate; ``latent`` is the ``(2, n_test)``
+    posterior mean and variance of the held-out latents (:func:`ardselect._cv.step_latent`).
     """
     from ._validation import constant_columns
 
@@ -234,7 +235,7 @@ def _fold_candidates(est, k, label, y_idx, Phi_s, allowed, train, test):
         if est._ml:
             picked[ML_CANDIDATE] = extra.pop()
         picked.update({f"screen {kk}": st for kk, st in zip(est._screen_k, extra, strict=True)})
-        return {name: (step_latent_z(prob, st, rows), int(np.sum(st.active != est._icol)))
+        return {name: (step_latent(prob, st, rows), int(np.sum(st.active != est._icol)))
                 for name, st in picked.items()}
 
 
@@ -307,7 +308,7 @@ class _BinaryFit:
 
         self.n_ard = len(steps)  # the ARD steps; screened models (criterion="cv") follow them
         self.cv_step = None  # the step the inner cross-validation chose (criterion="cv")
-        self.step_temperature = {}  # step -> temperature fitted by the inner cross-validation
+        self.step_calibration = {}  # step -> (temperature, variance scale) fitted by the inner CV
 
     def choose(self, criterion):
         if criterion == "cv":
@@ -513,11 +514,16 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     cv_results_ : pandas.DataFrame
         With ``criterion="cv"``: one row per binary problem and candidate, ``class``,
         ``candidate`` ("ard", "screen k" or "ard-ml"), ``step`` (its step on the full path),
-        ``n_genes``, ``cv_n_genes`` (mean over the fold models), ``cv_log_loss_raw`` and ``cv_log_loss``
-        (pooled held-out log-loss before and after calibration), ``temperature``, ``chosen``.
+        ``n_genes``, ``cv_n_genes`` (mean over the fold models), ``cv_log_loss_raw`` and
+        ``cv_log_loss`` (pooled held-out log-loss before and after the temperature alone: the
+        choice), ``temperature`` and ``variance_scale`` (the candidate's calibration, fitted
+        jointly), ``cv_log_loss_final`` (the log-loss with both), ``chosen``.
     temperature_ : ndarray of shape (n_problems,)
-        Temperature of each problem's model (``P = Phi(T m / sqrt(1 + v))``): the one the inner
+        Temperature of each problem's model (``P = Phi(T m / sqrt(1 + s v))``): the one the inner
         cross-validation fitted for it, else 1.
+    variance_scale_ : ndarray of shape (n_problems,)
+        Variance scale ``s`` of each problem's model, in ``[0.5, 1]``: how much of the latent's
+        posterior variance the predictive counts (fitted by the inner cross-validation, else 1).
     combine_temperature_ : float
         Temperature of the multi-class combination (1 for two classes or a model the inner
         cross-validation did not choose).
@@ -552,7 +558,9 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     the full training set (columns rescaled on the fold, genes ranked on the fold) and scores the
     held-out fold. Its temperatures are bounded by 1: they only soften a model (selection on the
     training data leaves a posterior overconfident; on separable folds sharpening would be
-    unbounded). Fold paths stop at their first step without leave-one-out errors, which is the
+    unbounded). The variance scale can only sharpen, by discounting at most half the posterior
+    variance of the latent, which with far more genes than samples is mostly prior variance in
+    directions no training sample constrained (``ardselect._cv``). Fold paths stop at their first step without leave-one-out errors, which is the
     model the LOO criterion would pick on the full path; the inner cross-validation costs about
     one more path in total (README, "Speed"); the ``ml_candidate`` path stops the same way, on
     the full training set too.
@@ -883,26 +891,27 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         tasks = [(self, k, classes[k], y_idx, design, allowed, tr, te)
                  for tr, te, _ in folds for k in problems]
         results = self._run_tasks(_fold_candidates, tasks, client)
-        oof = [{name: np.zeros(reps * n) for name in names} for _ in problems]
+        oof = [{name: np.zeros((2, reps * n)) for name in names} for _ in problems]
         fold_genes = [{name: [] for name in names} for _ in problems]
         offsets = [off for _, _, off in folds for _ in problems]
         for task, off, res in zip(tasks, offsets, results, strict=True):
             i = problems.index(task[1])
-            for name, (z, genes) in res.items():
-                oof[i][name][off + task[7]] = z
+            for name, (latent, genes) in res.items():
+                oof[i][name][:, off + task[7]] = latent
                 fold_genes[i][name].append(genes)
         y_idx = np.tile(y_idx, reps)  # the labels of the pooled predictions
         tables = []
         chosen_z, chosen_t = [], []
         for i, (k, fit) in enumerate(zip(problems, self._fits, strict=True)):
             t = np.where(y_idx == k, 1.0, -1.0)
-            best, temp, rows = choose_candidate(oof[i], t)
+            best, (temp, scale), rows = choose_candidate(oof[i], t)
             step_of = {"ard": fit.choose("loo")}
             step_of.update({f"screen {kk}": fit.n_ard + j for j, kk in enumerate(self._screen_k)})
             if self._ml:
                 step_of[ML_CANDIDATE] = len(fit.steps) - 1
             fit.cv_step = step_of[best]
-            fit.step_temperature = {step_of[r["candidate"]]: r["temperature"] for r in rows}
+            fit.step_calibration = {step_of[r["candidate"]]: (r["temperature"], r["variance_scale"])
+                                    for r in rows}
             for r in rows:
                 step = step_of[r["candidate"]]
                 r.update({"class": fit.positive_class, "step": step,
@@ -910,14 +919,15 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                           "cv_n_genes": float(np.mean(fold_genes[i][r["candidate"]])),
                           "chosen": r["candidate"] == best})
             tables.extend(rows)
-            chosen_z.append(oof[i][best])
+            m, v = oof[i][best]
+            chosen_z.append(m / np.sqrt(1.0 + scale * v))
             chosen_t.append(temp)
         self._combine_temperature = 1.0
         if len(problems) > 1:
             self._combine_temperature = fit_combine_temperature(
                 np.column_stack(chosen_z), np.array(chosen_t), y_idx)[0]
         cols = ["class", "candidate", "step", "n_genes", "cv_n_genes", "cv_log_loss_raw",
-                "cv_log_loss", "temperature", "chosen"]
+                "cv_log_loss", "temperature", "variance_scale", "cv_log_loss_final", "chosen"]
         self.cv_results_ = pd.DataFrame(tables)[cols]
 
     def _penalty(self, n_samples, n_columns=None):
@@ -949,9 +959,10 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         self._set_weights(rows, [f.chosen for f in self._fits])
         self.posteriors_ = posts
         self._chosen = [_Chosen(f.active, f.scale, f.post) for f in self._fits]
-        # Temperatures fitted by the inner cross-validation belong to the candidates it scored;
-        # any other step predicts with its plain posterior (temperature 1).
-        self.temperature_ = np.array([f.step_temperature.get(f.chosen, 1.0) for f in self._fits])
+        # The calibration the inner cross-validation fitted belongs to the candidates it scored;
+        # any other step predicts with its plain posterior (temperature and variance scale 1).
+        calibration = np.array([f.step_calibration.get(f.chosen, (1.0, 1.0)) for f in self._fits])
+        self.temperature_, self.variance_scale_ = calibration[:, 0], calibration[:, 1]
         at_cv = all(f.chosen == f.cv_step for f in self._fits)
         self.combine_temperature_ = (float(getattr(self, "_combine_temperature", 1.0))
                                      if at_cv else 1.0)
@@ -996,9 +1007,11 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
 
     # ------------------------------------------------------------------ prediction
     def decision_function(self, X):
-        """The moderated latent ``m / sqrt(1 + v)`` (per class for multi-class).
+        """The moderated latent ``T m / sqrt(1 + s v)`` (per class for multi-class).
 
-        ``m`` and ``v`` are the posterior mean and variance of the latent ``w . phi(x)``; each binary
+        ``m`` and ``v`` are the posterior mean and variance of the latent ``w . phi(x)``, ``T`` and
+        ``s`` the calibration the inner cross-validation fitted (``temperature_``,
+        ``variance_scale_``; both 1 otherwise); each binary
         problem's probability is ``Phi`` of this score, so the score ranks samples exactly as
         :meth:`predict_proba` does (the posterior mean ``m`` alone would not: a sample far from the
         training data has a large ``v``). Its sign gives the prediction; multi-class: its argmax.
@@ -1009,14 +1022,15 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         """
         m, v = self._latent(X)
         # A quadratic form x' C x of a covariance can round to a tiny negative value; it is a variance.
-        z = self.temperature_ * m / np.sqrt(1.0 + np.maximum(v, 0.0))
+        z = self.temperature_ * m / np.sqrt(1.0 + self.variance_scale_ * np.maximum(v, 0.0))
         return z[:, 0] if z.shape[1] == 1 else z
 
     def predict_proba(self, X):
         """Class probabilities, integrating over the Gaussian weight posterior.
 
-        For each binary problem ``P = Phi(m / sqrt(1 + v))`` with ``m, v`` the posterior mean and
-        variance of the latent. With more than two classes the one-vs-rest answers are combined as
+        For each binary problem ``P = Phi(T m / sqrt(1 + s v))`` with ``m, v`` the posterior mean
+        and variance of the latent and ``T, s`` its calibration (``temperature_``,
+        ``variance_scale_``: 1 unless fitted by ``criterion="cv"``). With more than two classes the one-vs-rest answers are combined as
         independent answers conditioned on exactly one class being true: ``P(k)`` is proportional to
         the odds ``P_k / (1 - P_k)`` (see :func:`ardselect._probit.probit_log_proba`).
 
@@ -1029,7 +1043,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     def predict_log_proba(self, X):
         """Log of :meth:`predict_proba`, computed in log space."""
         m, v = self._latent(X)
-        return probit_log_proba(m, v, self.temperature_, self.combine_temperature_)
+        return probit_log_proba(m, v, self.temperature_, self.combine_temperature_,
+                                self.variance_scale_)
 
     def predict(self, X):
         """Most probable class (the argmax of :meth:`predict_proba`)."""

@@ -111,13 +111,13 @@ def ovr_log_proba(z, combine_temperature=1.0):
     return log_odds - (top + np.log(np.exp(log_odds - top).sum(axis=1, keepdims=True)))
 
 
-def probit_log_proba(mean, var, temperature=None, combine_temperature=1.0):
+def probit_log_proba(mean, var, temperature=None, combine_temperature=1.0, variance_scale=None):
     """Log class probabilities of probit problems from the posterior moments of their latents.
 
     The one prediction rule of the EP probit models (:class:`ardselect.ARDClassifier` and the portable
-    model): ``P_k = Phi(T_k m_k / sqrt(1 + v_k))``, the probit integrated over a Gaussian latent and
-    softened by a temperature ``T_k`` (1 unless fitted by ``criterion="cv"``), combined by
-    :func:`ovr_log_proba`.
+    model): ``P_k = Phi(T_k m_k / sqrt(1 + s_k v_k))``, the probit integrated over a Gaussian latent,
+    calibrated by a temperature ``T_k`` and a variance scale ``s_k`` (both 1 unless fitted by
+    ``criterion="cv"``), combined by :func:`ovr_log_proba`.
 
     Parameters
     ----------
@@ -127,6 +127,8 @@ def probit_log_proba(mean, var, temperature=None, combine_temperature=1.0):
         Per-problem temperatures (default 1).
     combine_temperature : float, default=1.0
         Temperature of the multi-class combination.
+    variance_scale : ndarray of shape (k,), optional
+        Per-problem share of the latent variance the predictive counts (default 1).
 
     Returns
     -------
@@ -135,6 +137,8 @@ def probit_log_proba(mean, var, temperature=None, combine_temperature=1.0):
     mean = np.asarray(mean, dtype=np.float64)
     # A quadratic form x' C x of a covariance can round to a tiny negative value; it is a variance.
     var = np.maximum(np.asarray(var, dtype=np.float64), 0.0)
+    if variance_scale is not None:
+        var = var * np.asarray(variance_scale, dtype=np.float64)
     z = mean / np.sqrt(1.0 + var)
     if temperature is not None:
         z = z * np.asarray(temperature, dtype=np.float64)

@@ -30,7 +30,10 @@ from .preprocessing import Preprocessor
 __all__ = ["MODEL_FORMAT", "MODEL_FORMAT_VERSION", "PortableModel", "Posterior", "load_model"]
 
 MODEL_FORMAT = "ardselect-model"
-MODEL_FORMAT_VERSION = 1
+#: Version 2 added each problem's ``variance_scale``. A reader of version 1 would ignore it and
+#: predict other probabilities, so the version moved; version-1 files read with scale 1.
+MODEL_FORMAT_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
 
 
 @dataclass
@@ -112,8 +115,8 @@ class PortableModel:
     intercept, index ``-1``). The probability of the problem's positive class for a sample ``x``
     (after replaying the stored preprocessing) is ``Phi(h / sqrt(1 + v))`` with ``h = mean . x_A``
     and ``v = x_A' cov x_A``: the probit predictive probability with the weight uncertainty
-    integrated out, softened by the problem's ``temperature`` (``Phi(T h / sqrt(1 + v))``; fitted
-    by ``criterion="cv"``, 1 otherwise). Multi-class probabilities combine the one-vs-rest answers
+    integrated out, calibrated by the problem's ``temperature`` and ``variance_scale``
+    (``Phi(T h / sqrt(1 + s v))``; fitted by ``criterion="cv"``, 1 otherwise). Multi-class probabilities combine the one-vs-rest answers
     as ARDClassifier does, with its ``combine_temperature``.
     """
 
@@ -123,10 +126,10 @@ class PortableModel:
             msg = "not an ardselect model (missing or wrong 'format' field)"
             raise ModelError(msg)
         version = self.data.get("format_version")
-        if version != MODEL_FORMAT_VERSION:
+        if version not in _READABLE_VERSIONS:
             msg = (
                 f"model format version {version!r} is not supported by ardselect {__version__} "
-                f"(which reads version {MODEL_FORMAT_VERSION})"
+                f"(which reads versions {', '.join(map(str, _READABLE_VERSIONS))})"
             )
             raise ModelError(msg)
         try:
@@ -150,6 +153,16 @@ class PortableModel:
             raise ModelError(msg)
         self._temperature = temps[:-1]
         self._combine_temperature = float(temps[-1])
+        scales = [prob.get("variance_scale", 1.0) if isinstance(prob, Mapping) else 1.0
+                  for prob in self.problems]
+        try:
+            scales = np.asarray(scales, dtype=np.float64)
+        except (TypeError, ValueError):
+            scales = np.array([np.nan])
+        if not np.all((scales > 0) & (scales <= 1)):
+            msg = "model variance scales must be numbers in (0, 1]; the model file is corrupted"
+            raise ModelError(msg)
+        self._variance_scale = scales
 
     def _posterior(self, k: int, prob) -> Posterior:
         """Problem ``k`` as a :class:`Posterior`, refusing shapes or covariances no fit can produce."""
@@ -197,6 +210,7 @@ class PortableModel:
         """
         posteriors = list(estimator.posteriors_)
         temperature = np.asarray(getattr(estimator, "temperature_", np.ones(len(posteriors))))
+        scale = np.asarray(getattr(estimator, "variance_scale_", np.ones(len(posteriors))))
         classes = list(classes)
         positives = [classes[1]] if len(classes) == 2 else classes
         if len(posteriors) != len(positives):
@@ -205,7 +219,7 @@ class PortableModel:
         used = sorted({int(i) for post in posteriors for i in np.asarray(post.index) if i >= 0})
         position = {j: k for k, j in enumerate(used)}
         problems = []
-        for positive, post, temp in zip(positives, posteriors, temperature, strict=True):
+        for positive, post, temp, s in zip(positives, posteriors, temperature, scale, strict=True):
             index = np.asarray(post.index, dtype=int)
             problems.append(
                 {
@@ -214,6 +228,7 @@ class PortableModel:
                     "mean": np.asarray(post.mean, dtype=np.float64).tolist(),
                     "cov": np.asarray(post.cov, dtype=np.float64).tolist(),
                     "temperature": float(temp),
+                    "variance_scale": float(s),
                 }
             )
         data = {
@@ -308,7 +323,8 @@ class PortableModel:
         mean = np.column_stack([m for m, _ in moments])  # (n, k)
         var = np.column_stack([v for _, v in moments])  # (n, k)
         # what ARDClassifier.predict_log_proba runs
-        return probit_log_proba(mean, var, self._temperature, self._combine_temperature)
+        return probit_log_proba(mean, var, self._temperature, self._combine_temperature,
+                                self._variance_scale)
 
     def _labelled(self, values: np.ndarray, data):
         """A DataFrame (sample index, one column per class) for AnnData or DataFrame input."""

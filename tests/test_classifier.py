@@ -90,12 +90,15 @@ def test_predict_proba_integrates_over_the_posterior():
     X, y = two_gene_data(2)
     clf = ARDClassifier().fit(X, y)
     post = clf.posteriors_[0]
+    # The calibration of criterion="cv": the predictive integrates the latent over N(m, s v), and
+    # the temperature then scales its standardised value: Phi(T m / sqrt(1 + s v)).
+    T, s = clf.temperature_[0], clf.variance_scale_[0]
     rng = np.random.default_rng(0)
-    W = rng.multivariate_normal(post.mean, post.cov, size=200_000)
+    W = rng.multivariate_normal(post.mean, s * post.cov, size=200_000)
     x = np.append(X[:5], np.ones((5, 1)), axis=1)  # intercept is the last column of the model
     cols = [x[:, i] if i >= 0 else np.ones(5) for i in post.index]
     Xa = np.column_stack(cols)
-    mc = norm.cdf(Xa @ W.T).mean(axis=1)
+    mc = norm.cdf(T * norm.ppf(norm.cdf(Xa @ W.T).mean(axis=1)))
     np.testing.assert_allclose(clf.predict_proba(X[:5])[:, 1], mc, atol=5e-3)
     # and differs from the plug-in of the mean when the posterior is wide
     plug = norm.cdf(Xa @ post.mean)

@@ -11,7 +11,7 @@ from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedKFold
 from sklearn.utils import check_random_state
 
 from ardselect import ARDClassifier, ep_probit
-from ardselect._cv import T_MIN, fit_combine_temperature, fit_temperature
+from ardselect._cv import S_MIN, T_MIN, fit_calibration, fit_combine_temperature, fit_temperature
 from ardselect._probit import ovr_log_proba
 from ardselect._screen import INTERCEPT_ALPHA
 
@@ -108,6 +108,36 @@ def test_one_repeat_is_one_shuffled_stratified_k_fold():
     assert not all(np.array_equal(a[1] + 27, b[1]) for a, b in zip(rep[:4], rep[4:8], strict=True))
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_fit_calibration_is_the_best_point_of_a_fine_grid(seed):
+    """The joint (T, s) fit against brute force: the log-loss on a 300 x 101 grid of the box."""
+    rng = np.random.default_rng(seed)
+    n = 60
+    t = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    m = t * rng.normal(1.0 + seed / 2, 1.5, size=n)  # from often wrong to nearly separable
+    v = rng.gamma(1.0, 2.0 + seed, size=n)
+    temp, scale, ll = fit_calibration(m, v, t)
+    assert T_MIN <= temp <= 1.0
+    assert S_MIN <= scale <= 1.0
+    Tg, Sg = np.meshgrid(np.linspace(T_MIN, 1.0, 300), np.linspace(S_MIN, 1.0, 101))
+    z = Tg[..., None] * (t * m) / np.sqrt(1.0 + Sg[..., None] * v)
+    grid = -np.mean(log_ndtr(z), axis=-1)
+    assert ll == pytest.approx(-np.mean(log_ndtr(temp * t * m / np.sqrt(1.0 + scale * v))),
+                               rel=1e-12)
+    assert ll <= grid.min() + 1e-9
+    assert ll >= grid.min() - 2e-3  # a finer optimum, but not a different one
+
+
+def test_fit_calibration_keeps_the_bayesian_predictive_when_nothing_asks_otherwise():
+    t = np.array([1.0, -1.0, 1.0, -1.0])
+    # No latent variance: s changes nothing, and ties go to s = 1.
+    assert fit_calibration(np.array([1.0, -0.5, -0.2, 0.3]), np.zeros(4), t)[1] == 1.0
+    # Confident and wrong half the time: the held-out answers ask for softening, not sharpening.
+    temp, scale, _ = fit_calibration(np.array([3.0, 3.0, -3.0, -3.0]), np.full(4, 0.5), t)
+    assert temp < 0.5
+    assert scale == 1.0
+
+
 def test_cv_log_loss_of_a_screened_model_equals_actual_refits():
     """The held-out latents of 'screen k' are those of ep_probit refitted on each fold by hand.
 
@@ -119,7 +149,7 @@ def test_cv_log_loss_of_a_screened_model_equals_actual_refits():
     clf = ARDClassifier(screen_sizes=(2, 5), cv=3, cv_repeats=2, random_state=7).fit(X, y)
     t = np.tile(np.where(y == 1, 1.0, -1.0), clf.cv_repeats)  # every repeat's predictions
     for k in (2, 5):
-        z = np.zeros(t.size)
+        m, v = np.zeros(t.size), np.zeros(t.size)
         for tr, pooled in _folds(clf, y):
             te = pooled % len(y)
             genes = np.sort(np.argsort(-f_classif(X[tr], y[tr])[0], kind="stable")[:k])
@@ -127,12 +157,15 @@ def test_cv_log_loss_of_a_screened_model_equals_actual_refits():
             A = np.column_stack([X[:, genes] / rms, np.ones(len(y))])
             res = ep_probit(A[tr], y[tr], np.r_[np.full(k, clf.screen_alpha), INTERCEPT_ALPHA],
                             tol=1e-10)
-            m, v = res.predict_latent(A[te])
-            z[pooled] = m / np.sqrt(1.0 + v)
-        temp, ll = fit_temperature(z, t)
+            m[pooled], v[pooled] = res.predict_latent(A[te])
+        z = m / np.sqrt(1.0 + v)
         row = clf.cv_results_.set_index("candidate").loc[f"screen {k}"]
         assert row["cv_log_loss_raw"] == pytest.approx(-np.mean(log_ndtr(t * z)), abs=2e-4)
+        assert row["cv_log_loss"] == pytest.approx(fit_temperature(z, t)[1], abs=2e-4)
+        temp, scale, final = fit_calibration(m, v, t)
         assert row["temperature"] == pytest.approx(temp, abs=2e-3)
+        assert row["variance_scale"] == pytest.approx(scale, abs=2e-3)
+        assert row["cv_log_loss_final"] == pytest.approx(final, abs=2e-4)
 
 
 def test_cv_log_loss_of_the_ard_model_equals_actual_refits():
@@ -160,24 +193,33 @@ def test_the_chosen_candidate_has_the_lowest_calibrated_cv_log_loss(seed):
     assert bool(best["chosen"])
     assert clf.chosen_step_[0] == best["step"]
     assert clf.temperature_[0] == pytest.approx(best["temperature"])
+    assert clf.variance_scale_[0] == pytest.approx(best["variance_scale"])
     assert (r["cv_log_loss"] <= r["cv_log_loss_raw"] + 1e-12).all()
+    # The joint calibration includes the temperature alone (s = 1), so it is never worse.
+    assert (r["cv_log_loss_final"] <= r["cv_log_loss"] + 1e-12).all()
     assert r["temperature"].between(T_MIN, 1.0).all()
+    assert r["variance_scale"].between(S_MIN, 1.0).all()
 
 
-def test_predictions_apply_the_temperature():
+def test_predictions_apply_the_temperature_and_the_variance_scale():
     rng = np.random.default_rng(2)
     X, y = _standardized(rng, n=40, p=30)
     clf = ARDClassifier(cv=3).fit(X, y)
+    assert clf.variance_scale_[0] < 1.0  # so that the test sees it
     m, v = clf._latent(X)
-    z = clf.temperature_[0] * m[:, 0] / np.sqrt(1.0 + v[:, 0])
+    z = clf.temperature_[0] * m[:, 0] / np.sqrt(1.0 + clf.variance_scale_[0] * v[:, 0])
     np.testing.assert_allclose(clf.predict_proba(X)[:, 1], np.exp(log_ndtr(z)), rtol=1e-12)
     np.testing.assert_allclose(clf.decision_function(X), z, rtol=1e-12)
     # Another candidate keeps its own fitted temperature; a step the CV did not score has none.
     r = clf.cv_results_
     other = r[~r["chosen"]].iloc[0]
-    assert clf.at_step(np.array([other["step"]])).temperature_[0] == other["temperature"]
-    unscored = next(s for s in clf.path_["step"] if s not in set(r["step"]))
-    assert clf.at_step(np.array([unscored])).temperature_[0] == 1.0
+    at = clf.at_step(np.array([other["step"]]))
+    assert at.temperature_[0] == other["temperature"]
+    assert at.variance_scale_[0] == other["variance_scale"]
+    unscored = clf.at_step(np.array([next(s for s in clf.path_["step"]
+                                          if s not in set(r["step"]))]))
+    assert unscored.temperature_[0] == 1.0
+    assert unscored.variance_scale_[0] == 1.0
 
 
 def test_same_seed_same_model_and_the_seed_moves_the_folds():
@@ -199,7 +241,7 @@ def test_multiclass_combination_temperature():
     assert T_MIN <= clf.combine_temperature_ <= 1.0
     assert clf.cv_results_.groupby("class")["chosen"].sum().tolist() == [1, 1, 1]
     m, v = clf._latent(X)
-    z = clf.temperature_ * m / np.sqrt(1.0 + v)
+    z = clf.temperature_ * m / np.sqrt(1.0 + clf.variance_scale_ * v)
     expected = np.exp(ovr_log_proba(z, clf.combine_temperature_))
     np.testing.assert_allclose(clf.predict_proba(X), expected, rtol=1e-12)
     np.testing.assert_allclose(clf.predict_proba(X).sum(axis=1), 1.0)

@@ -142,6 +142,7 @@ def test_portable_model_carries_the_temperatures():
     est = ARDClassifier(cv=3).fit(pre.transform(X), y)
     # Temperatures that differ from 1 and between problems, so the test sees each one.
     est.temperature_ = np.array([0.4, 0.7, 1.0])
+    est.variance_scale_ = np.array([0.5, 1.0, 0.8])
     est.combine_temperature_ = 0.6
     names = [f"g{i}" for i in range(12)]
     model = PortableModel.from_estimator(est, pre, names, list(est.classes_))
@@ -150,6 +151,7 @@ def test_portable_model_carries_the_temperatures():
     np.testing.assert_allclose(again.predict_proba(frame).to_numpy(),
                                est.predict_proba(pre.transform(X)), rtol=1e-10)
     assert [p["temperature"] for p in again.data["problems"]] == [0.4, 0.7, 1.0]
+    assert [p["variance_scale"] for p in again.data["problems"]] == [0.5, 1.0, 0.8]
     assert again.data["combine_temperature"] == 0.6
 
 
@@ -162,11 +164,26 @@ def test_corrupted_temperature_is_refused(bad):
         PortableModel(data)
 
 
-def test_models_without_temperatures_predict_at_one():
-    """model.json files written before the temperatures existed read as temperature 1."""
+@pytest.mark.parametrize("bad", [0.0, -1.0, 1.5, "wide", None])
+def test_corrupted_variance_scale_is_refused(bad):
     model, _, _ = _toy_model()
     data = json.loads(model.to_json())
+    data["problems"][0]["variance_scale"] = bad
+    with pytest.raises(ModelError, match="variance scales must be numbers in"):
+        PortableModel(data)
+
+
+def test_models_without_temperatures_predict_at_one():
+    """Older model.json files read with temperature and variance scale 1.
+
+    Version 1 had no variance scale; files written before the temperatures had no temperatures.
+    """
+    model, _, _ = _toy_model()
+    assert model.data["format_version"] == 2
+    data = json.loads(model.to_json())
     del data["problems"][0]["temperature"], data["combine_temperature"]
+    del data["problems"][0]["variance_scale"]
+    data["format_version"] = 1
     old = PortableModel(data)
     frame = pd.DataFrame({"a": [0.0, 4.0], "b": [1.0, 1.0], "c": [5.0, 0.0]})
     np.testing.assert_allclose(old.predict_proba(frame).to_numpy(),
