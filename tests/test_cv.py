@@ -36,6 +36,20 @@ def test_temperature_matches_a_grid_search(seed):
     assert T_MIN <= temp < 1.0
 
 
+@pytest.mark.parametrize("scale", [1e-3, 1e3, 1e5])
+def test_temperature_is_finite_and_optimal_at_extreme_scales(scale):
+    """Tiny and huge held-out latents (a flat model; a confidently wrong one) keep the search finite."""
+    rng = np.random.default_rng(9)
+    t = np.where(rng.random(40) < 0.5, 1.0, -1.0)
+    z = scale * (t + rng.normal(scale=1.5, size=40))
+    temp, ll = fit_temperature(z, t)
+    grid = np.linspace(T_MIN, 1.0, 20001)
+    losses = [-np.mean(log_ndtr(g * t * z)) for g in grid]
+    assert np.isfinite(temp)
+    assert np.isfinite(ll)
+    assert ll <= min(losses) + 1e-9 * max(1.0, min(losses))
+
+
 def test_temperature_never_sharpens_separable_answers():
     t = np.array([1.0, 1.0, -1.0, -1.0, 1.0])
     z = np.array([0.3, 0.1, -0.2, -0.5, 0.4])  # all right but timid: a larger T would fit better
