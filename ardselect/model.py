@@ -36,6 +36,18 @@ MODEL_FORMAT_VERSION = 2
 _READABLE_VERSIONS = (1, 2)
 
 
+def _unit_interval(values, what: str) -> np.ndarray:
+    """``values`` as floats in ``(0, 1]``, or a :class:`ModelError` naming ``what``."""
+    try:
+        values = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        values = np.array([np.nan])
+    if not np.all((values > 0) & (values <= 1)):
+        msg = f"model {what} must be numbers in (0, 1]; the model file is corrupted"
+        raise ModelError(msg)
+    return values
+
+
 @dataclass
 class Posterior:
     """Gaussian posterior of the weights of one binary problem, in the units of the input features.
@@ -141,28 +153,16 @@ class PortableModel:
             msg = f"model is missing the field {exc}"
             raise ModelError(msg) from None
         self._posteriors = [self._posterior(k, prob) for k, prob in enumerate(self.problems)]
-        temps = [prob.get("temperature", 1.0) if isinstance(prob, Mapping) else 1.0
-                 for prob in self.problems]
+        temps = self._per_problem("temperature")
         temps.append(self.data.get("combine_temperature", 1.0))
-        try:
-            temps = np.asarray(temps, dtype=np.float64)
-        except (TypeError, ValueError):
-            temps = np.array([np.nan])
-        if not np.all((temps > 0) & (temps <= 1)):
-            msg = "model temperatures must be numbers in (0, 1]; the model file is corrupted"
-            raise ModelError(msg)
+        temps = _unit_interval(temps, "temperatures")
         self._temperature = temps[:-1]
         self._combine_temperature = float(temps[-1])
-        scales = [prob.get("variance_scale", 1.0) if isinstance(prob, Mapping) else 1.0
-                  for prob in self.problems]
-        try:
-            scales = np.asarray(scales, dtype=np.float64)
-        except (TypeError, ValueError):
-            scales = np.array([np.nan])
-        if not np.all((scales > 0) & (scales <= 1)):
-            msg = "model variance scales must be numbers in (0, 1]; the model file is corrupted"
-            raise ModelError(msg)
-        self._variance_scale = scales
+        self._variance_scale = _unit_interval(self._per_problem("variance_scale"), "variance scales")
+
+    def _per_problem(self, key):
+        """Each problem's calibration value ``key`` (1 where a file predates it)."""
+        return [prob.get(key, 1.0) if isinstance(prob, Mapping) else 1.0 for prob in self.problems]
 
     def _posterior(self, k: int, prob) -> Posterior:
         """Problem ``k`` as a :class:`Posterior`, refusing shapes or covariances no fit can produce."""

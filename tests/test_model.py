@@ -156,20 +156,13 @@ def test_portable_model_carries_the_temperatures():
 
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, 1.5, "hot", None])
-def test_corrupted_temperature_is_refused(bad):
+@pytest.mark.parametrize(("key", "what"), [("temperature", "temperatures"),
+                                           ("variance_scale", "variance scales")])
+def test_corrupted_calibration_is_refused(bad, key, what):
     model, _, _ = _toy_model()
     data = json.loads(model.to_json())
-    data["problems"][0]["temperature"] = bad
-    with pytest.raises(ModelError, match="temperatures must be numbers in"):
-        PortableModel(data)
-
-
-@pytest.mark.parametrize("bad", [0.0, -1.0, 1.5, "wide", None])
-def test_corrupted_variance_scale_is_refused(bad):
-    model, _, _ = _toy_model()
-    data = json.loads(model.to_json())
-    data["problems"][0]["variance_scale"] = bad
-    with pytest.raises(ModelError, match="variance scales must be numbers in"):
+    data["problems"][0][key] = bad
+    with pytest.raises(ModelError, match=f"{what} must be numbers in"):
         PortableModel(data)
 
 
