@@ -560,8 +560,9 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     training data leaves a posterior overconfident; on separable folds sharpening would be
     unbounded). The variance scale can only sharpen, by discounting at most half the posterior
     variance of the latent, which with far more genes than samples is mostly prior variance in
-    directions no training sample constrained (``ardselect._cv``). Fold paths stop at their first step without leave-one-out errors, which is the
-    model the LOO criterion would pick on the full path; the inner cross-validation costs about
+    directions no training sample constrained (``ardselect._cv``). Fold paths stop at their first
+    step without leave-one-out errors, which is the model the LOO criterion would pick on the full
+    path; the inner cross-validation costs about
     one more path in total (README, "Speed"); the ``ml_candidate`` path stops the same way, on
     the full training set too.
 
@@ -1011,8 +1012,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
 
         ``m`` and ``v`` are the posterior mean and variance of the latent ``w . phi(x)``, ``T`` and
         ``s`` the calibration the inner cross-validation fitted (``temperature_``,
-        ``variance_scale_``; both 1 otherwise); each binary
-        problem's probability is ``Phi`` of this score, so the score ranks samples exactly as
+        ``variance_scale_``; both 1 otherwise); each binary problem's probability is ``Phi`` of
+        this score, so the score ranks samples exactly as
         :meth:`predict_proba` does (the posterior mean ``m`` alone would not: a sample far from the
         training data has a large ``v``). Its sign gives the prediction; multi-class: its argmax.
 
@@ -1030,9 +1031,10 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
 
         For each binary problem ``P = Phi(T m / sqrt(1 + s v))`` with ``m, v`` the posterior mean
         and variance of the latent and ``T, s`` its calibration (``temperature_``,
-        ``variance_scale_``: 1 unless fitted by ``criterion="cv"``). With more than two classes the one-vs-rest answers are combined as
-        independent answers conditioned on exactly one class being true: ``P(k)`` is proportional to
-        the odds ``P_k / (1 - P_k)`` (see :func:`ardselect._probit.probit_log_proba`).
+        ``variance_scale_``: 1 unless fitted by ``criterion="cv"``). With more than two classes the
+        one-vs-rest answers are combined as independent answers conditioned on exactly one class
+        being true: ``P(k)`` is proportional to the odds ``P_k / (1 - P_k)`` (see
+        :func:`ardselect._probit.probit_log_proba`).
 
         Returns
         -------

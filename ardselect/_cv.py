@@ -59,7 +59,7 @@ __all__ = [
 #: Smallest temperature: a model whose held-out answers carry no information is shrunk this far.
 T_MIN = 1e-2
 
-#: Smallest variance scale: the predictive counts at least half the posterior variance of the latent.
+#: Smallest variance scale: the predictive counts at least half the latent's posterior variance.
 S_MIN = 0.5
 
 
