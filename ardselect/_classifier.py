@@ -1060,7 +1060,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         group's EP sites are divided out of the chosen model's posterior at once, which leaves
         EP's approximation of the posterior given the other groups; the group's latents are then
         jointly Gaussian, and each sample's class probabilities follow by the usual rule
-        (:meth:`predict_proba`). No refit is run. As with EP's per-sample leave-one-out, the
+        (:meth:`predict_proba`, with the model's calibration: ``temperature_``,
+        ``variance_scale_`` and ``combine_temperature_``). No refit is run. As with EP's per-sample leave-one-out, the
         genes and their precisions stay those chosen on all samples: selection is not redone, so
         the estimate is optimistic where selection itself overfits. Singleton groups give the
         per-sample EP leave-one-out (cavity) probabilities.
@@ -1086,7 +1087,9 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             mc, vc, _ = group_cavities(fit.post, P, fit.ep.tau, fit.ep.nu, groups)
             means.append(fit.signs * mc)  # back from the signed latent to the class latent
             variances.append(vc)
-        return np.exp(probit_log_proba(np.array(means).T, np.array(variances).T))
+        return np.exp(probit_log_proba(np.array(means).T, np.array(variances).T,
+                                       self.temperature_, self.combine_temperature_,
+                                       self.variance_scale_))
 
     # ------------------------------------------------------------------ selection
     def ranked_features(self):
