@@ -25,7 +25,7 @@ from ._criteria import CRITERIA, check_criterion, choose_step, comparable_loo, g
 from ._cv import choose_candidate, fit_combine_temperature, step_latent
 from ._ep import LatentPosterior, loo_error, loo_prob_error, run_ep
 from ._lazy import LazyDesign, default_client
-from ._probit import probit_log_proba, tilted_moments
+from ._probit import moderated_latent, probit_log_proba, tilted_moments
 from ._screen import INTERCEPT_ALPHA, screen_order, screen_steps
 from ._sequential import SequentialPath, Step, score_candidates
 from ._validation import check_binary_labels
@@ -920,8 +920,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                           "cv_n_genes": float(np.mean(fold_genes[i][r["candidate"]])),
                           "chosen": r["candidate"] == best})
             tables.extend(rows)
-            m, v = oof[i][best]
-            chosen_z.append(m / np.sqrt(1.0 + scale * v))
+            chosen_z.append(moderated_latent(*oof[i][best], variance_scale=scale))
             chosen_t.append(temp)
         self._combine_temperature = 1.0
         if len(problems) > 1:
@@ -1022,8 +1021,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
         m, v = self._latent(X)
-        # A quadratic form x' C x of a covariance can round to a tiny negative value; it is a variance.
-        z = self.temperature_ * m / np.sqrt(1.0 + self.variance_scale_ * np.maximum(v, 0.0))
+        z = moderated_latent(m, v, self.temperature_, self.variance_scale_)
         return z[:, 0] if z.shape[1] == 1 else z
 
     def predict_proba(self, X):

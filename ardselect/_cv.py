@@ -44,7 +44,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import log_ndtr
 
 from ._ep import LatentPosterior
-from ._probit import inv_mills, ovr_log_proba
+from ._probit import inv_mills, moderated_latent, ovr_log_proba
 
 __all__ = [
     "S_MIN",
@@ -218,7 +218,7 @@ def choose_candidate(oof, t):
     rows = []
     best = None
     for name, (m, v) in oof.items():
-        z = m / np.sqrt(1.0 + v)
+        z = moderated_latent(m, v)
         raw = -float(np.mean(log_ndtr(t * z)))
         ll = fit_temperature(z, t)[1]
         temp, scale, final = fit_calibration(m, v, t)

@@ -10,7 +10,15 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import log_ndtr, ndtr
 
-__all__ = ["Phi", "inv_mills", "log_Phi", "ovr_log_proba", "probit_log_proba", "tilted_moments"]
+__all__ = [
+    "Phi",
+    "inv_mills",
+    "log_Phi",
+    "moderated_latent",
+    "ovr_log_proba",
+    "probit_log_proba",
+    "tilted_moments",
+]
 
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 
@@ -134,6 +142,18 @@ def probit_log_proba(mean, var, temperature=None, combine_temperature=1.0, varia
     -------
     ndarray of shape (n, 2) for ``k = 1``, else (n, k)
     """
+    return ovr_log_proba(moderated_latent(mean, var, temperature, variance_scale),
+                         combine_temperature)
+
+
+def moderated_latent(mean, var, temperature=None, variance_scale=None):
+    """``T m / sqrt(1 + s v)``: the standardised latent whose ``Phi`` is the probit predictive.
+
+    ``mean, var`` are the posterior moments of the latents (``(n, k)``, or ``(n,)`` with scalar
+    calibration), ``temperature`` ``T`` and ``variance_scale`` ``s`` the calibration of each
+    problem (1 when omitted). The one formula behind :func:`probit_log_proba`,
+    ``ARDClassifier.decision_function`` and the inner cross-validation's held-out scores.
+    """
     mean = np.asarray(mean, dtype=np.float64)
     # A quadratic form x' C x of a covariance can round to a tiny negative value; it is a variance.
     var = np.maximum(np.asarray(var, dtype=np.float64), 0.0)
@@ -142,4 +162,4 @@ def probit_log_proba(mean, var, temperature=None, combine_temperature=1.0, varia
     z = mean / np.sqrt(1.0 + var)
     if temperature is not None:
         z = z * np.asarray(temperature, dtype=np.float64)
-    return ovr_log_proba(z, combine_temperature)
+    return z
