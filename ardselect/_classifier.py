@@ -24,6 +24,7 @@ from ._certainty import inclusion_certainty, leave_one_out_sq
 from ._criteria import CRITERIA, check_criterion, choose_step, comparable_loo, group_cavities
 from ._cv import choose_candidate, fit_combine_temperature, step_latent
 from ._ep import LatentPosterior, loo_error, loo_prob_error, run_ep
+from ._joint import JointPath
 from ._lazy import LazyDesign, default_client
 from ._probit import moderated_latent, probit_log_proba, tilted_moments
 from ._screen import INTERCEPT_ALPHA, screen_order, screen_steps
@@ -239,6 +240,34 @@ def _fold_candidates(est, k, label, y_idx, Phi_s, allowed, train, test):
                 for name, st in picked.items()}
 
 
+def _fold_joint(est, y_idx, Phi_s, allowed, train, test):
+    """The shared-precision path (``multiclass="shared"``) refitted on a fold's training part.
+
+    Returns one dict per class, as :func:`_fold_candidates` does for one problem: candidate name ->
+    ``(latent, n_genes)`` for the joint path's LOO step (``"ard"``) and, with the ML candidate, the
+    LOO step of the joint ML path. Every class holds the same genes at each candidate.
+    """
+    from ._validation import constant_columns
+
+    Phi_tr, scale, nonzero = unit_rms(Phi_s[train])
+    allowed_f = allowed & nonzero & ~constant_columns(Phi_tr)
+    if est._icol >= 0:
+        allowed_f[est._icol] = allowed[est._icol]
+    with _one_blas_thread(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the full fit reports its own warnings
+        probs, _, steps, n_ard = est._joint_steps(Phi_tr, y_idx[train], allowed_f, fold=True)
+        rows = (Phi_s[test] @ sp.diags(1.0 / scale) if sp.issparse(Phi_s)
+                else Phi_s[test] / scale)
+        out = []
+        for prob, class_steps in zip(probs, steps, strict=True):
+            picked = {"ard": class_steps[_path_choice(class_steps[:n_ard], "loo")]}
+            if est._ml:
+                picked[ML_CANDIDATE] = class_steps[-1]
+            out.append({name: (step_latent(prob, st, rows), int(np.sum(st.active != est._icol)))
+                        for name, st in picked.items()})
+        return out
+
+
 def _no_loo_errors(stats):
     """True once a step has no EP leave-one-out errors (the LOO criterion cannot do better)."""
     return stats["loo_error"] <= 0.0
@@ -346,7 +375,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     is made honestly, by an inner cross-validation between the path's predictive model and
     *screened* models (the ``k`` individually strongest genes under one shared prior precision),
     which also fits a temperature that calibrates the chosen model's probabilities. With more than
-    two classes, one binary problem per class is fitted (one-vs-rest).
+    two classes, one binary problem per class is fitted (one-vs-rest), each with its own genes
+    or, with ``multiclass="shared"``, all with the same genes (one precision per gene).
 
     Parameters
     ----------
@@ -452,6 +482,17 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         on a microarray partition, 70% more on PBMC's 466 cells and several times more on dense
         data with thousands of samples, where it rarely wins (README, "The precision floor");
         ``False`` leaves it out (the previous default).
+    multiclass : {"ovr", "shared"}, default="ovr"
+        With more than two classes: ``"ovr"`` fits one ARD path and chooses one model per class
+        (the class against the rest), so each class has its own genes and the model uses their
+        union. ``"shared"`` gives every gene one prior precision for all the classes' problems
+        (group ARD, :mod:`ardselect._joint`): one path adds, deletes and re-estimates a gene for
+        all classes at once by their summed evidence, so every class uses the same genes, each
+        with its own weights. With ``criterion="cv"`` the candidates are then that path's LOO
+        model and, with ``ml_candidate``, the LOO model of a joint ML path, one candidate for all
+        classes, chosen by the multi-class held-out log-loss (no screened models: they rank
+        genes per class). A much smaller signature at some cost in accuracy (README, "Shared
+        genes across classes"). Two-class fits are the same either way.
     random_state : int, RandomState instance or None, default=0
         Seeds the folds of the inner cross-validation (the only random choice of a fit; the path
         itself is deterministic). The default makes every fit reproducible.
@@ -601,7 +642,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                  tol=1e-5, alpha_min=0.1, patience=20, inclusion_penalty="bic",
                  intercept_alpha=INTERCEPT_ALPHA, cv=5, cv_repeats=1,
                  screen_sizes=(1, 2, 5, 10, 20, 50, 100, 200), screen_alpha=3.0,
-                 ml_candidate=True, random_state=0, loo_prob_scale=50.0, damping=1.0, ep_tol=1e-5,
+                 ml_candidate=True, multiclass="ovr", random_state=0, loo_prob_scale=50.0, damping=1.0, ep_tol=1e-5,
                  ep_max_iter=200, constant_features="warn", max_samples=None, n_jobs=None):
         self.criterion = criterion
         self.cv = cv
@@ -609,6 +650,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         self.screen_sizes = screen_sizes
         self.screen_alpha = screen_alpha
         self.ml_candidate = ml_candidate
+        self.multiclass = multiclass
         self.random_state = random_state
         self.kernel = kernel
         self.gamma = gamma
@@ -640,6 +682,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         "screen_sizes": ["array-like"],
         "screen_alpha": [Interval(Real, 0, None, closed="neither")],
         "ml_candidate": ["boolean"],
+        "multiclass": [StrOptions({"ovr", "shared"})],
         "random_state": ["random_state"],
         "init": [StrOptions({"auto", "relevant", "single"}), Interval(Integral, 1, None, closed="left")],
         "max_init": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left"), None],
@@ -705,9 +748,11 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                                                      constant_features=self.constant_features)
         problems = [1] if classes.size == 2 else list(range(classes.size))
         cv = self.criterion == "cv"
-        self._screening = cv and self._is_features
+        # multiclass="shared": one path for all classes, the genes' precisions shared.
+        self._joint = self.multiclass == "shared" and classes.size > 2
+        self._screening = cv and self._is_features and not self._joint
         self._screen_k = self._screen_sizes(allowed) if self._screening else []
-        self._ml = self._screening and bool(self.ml_candidate)
+        self._ml = cv and self._is_features and bool(self.ml_candidate)
         # The path is thousands of small dense operations; multi-threaded BLAS only adds contention
         # there (measured 50x slower on a loaded 2-core machine), so the fit runs on one BLAS thread.
         with _one_blas_thread():
@@ -809,6 +854,43 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                               pick.state))
         return prob, path.converged, steps, n_ard
 
+    def _joint_steps(self, Phi, y_idx, allowed, *, fold=False):
+        """The shared-precision path of every class (``multiclass="shared"``).
+
+        ``Phi`` is the unsigned, unit-RMS design. Returns the classes' likelihood adapters, whether
+        the path converged, one list of steps per class (the joint path's steps, then with the ML
+        candidate the LOO step of a joint ML path) and the number of path steps. A ``fold`` ends
+        its path at the first step without LOO errors, as :meth:`_problem_steps` does.
+        """
+        n, m = Phi.shape
+        probs = []
+        for k in range(int(y_idx.max()) + 1):
+            t = np.where(y_idx == k, 1.0, -1.0)
+            prob = _EPProbitProblem(Phi, allowed, loo_prob_scale=self.loo_prob_scale,
+                                    damping=self.damping, ep_tol=self.ep_tol,
+                                    ep_max_iter=self.ep_max_iter)
+            prob.release(Phi, t)  # one design for all classes, signed when used
+            probs.append(prob)
+        fixed = ({self._icol: float(self.intercept_alpha)}
+                 if self.intercept_alpha != "ard" and self._icol >= 0 else None)
+
+        def run_path(alpha_min, penalty, stop):
+            return JointPath(probs, allowed, alpha_min=alpha_min, penalty=penalty, fixed=fixed,
+                             max_init=self._max_init(n), max_steps=self.max_steps, tol=self.tol,
+                             patience=self.patience, stop=stop, progress_label="all").run()
+
+        path = run_path(self.alpha_min, self._penalty(n, m), _no_loo_errors if fold else None)
+        steps = [list(s) for s in path.steps]
+        n_ard = len(steps[0])
+        if self._ml:
+            ml = run_path(ML_ALPHA_MIN, 0.0, _LooStall(self.patience))
+            pick = _path_choice(ml.steps[0], "loo")
+            for class_steps, ml_steps in zip(steps, ml.steps, strict=True):
+                st = ml_steps[pick]
+                class_steps.append(Step(n_ard, ML_ACTION, -1, st.active, st.alpha, st.stats,
+                                        st.state))
+        return probs, path.converged, steps, n_ard
+
     def _run_tasks(self, fn, args, client):
         """``[fn(*a) for a in args]``: on the user's dask Client, with joblib (``n_jobs``) or here."""
         n_jobs = 1 if self.n_jobs is None else self.n_jobs
@@ -828,16 +910,23 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         # hash=False: a content-hashed key would be shared with the inner-CV scatter of the same
         # matrix, and releasing one future would lose the other's data on the workers.
         design = Phi_s
-        if client and len(problems) > 1:
+        if client and len(problems) > 1 and not self._joint:
             design = client.scatter(Phi_s, broadcast=True, hash=False)
-        results = self._run_tasks(
-            _fit_binary, [(self, k, classes[k], y_idx, design, allowed) for k in problems], client)
+        if self._joint:
+            probs, converged, steps, n_ard = self._joint_steps(Phi_s, y_idx, allowed)
+            results = [(prob, converged, class_steps, n_ard)
+                       for prob, class_steps in zip(probs, steps, strict=True)]
+        else:
+            results = self._run_tasks(
+                _fit_binary, [(self, k, classes[k], y_idx, design, allowed) for k in problems],
+                client)
         self._fits = []
         n_iter = 0
         for k, (prob, converged, steps, n_ard) in zip(problems, results, strict=True):
-            if not converged:
+            if not converged and not (self._joint and k != problems[0]):
+                what = "shared path" if self._joint else f"path for class {label(classes[k])}"
                 warnings.warn(
-                    f"The {type(self).__name__} path for class {label(classes[k])} stopped at "
+                    f"The {type(self).__name__} {what} stopped at "
                     f"max_steps={self.max_steps} before converging; raise max_steps (the chosen "
                     "model is still valid).", ConvergenceWarning, stacklevel=3)
             if prob.n_ep_unconverged:
@@ -888,44 +977,72 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         names = [f"screen {k}" for k in self._screen_k] + ["ard"]
         if self._ml:
             names.append(ML_CANDIDATE)
+        if self._joint:
+            names = ["ard"] + ([ML_CANDIDATE] if self._ml else [])
         design = client.scatter(Phi_s, broadcast=True, hash=False) if client else Phi_s
-        tasks = [(self, k, classes[k], y_idx, design, allowed, tr, te)
-                 for tr, te, _ in folds for k in problems]
-        results = self._run_tasks(_fold_candidates, tasks, client)
+        if self._joint:  # one task per fold, all classes in it
+            per_fold = self._run_tasks(
+                _fold_joint, [(self, y_idx, design, allowed, tr, te) for tr, te, _ in folds],
+                client)
+            results = [(i, off, te, res[i]) for (_, te, off), res in zip(folds, per_fold,
+                                                                           strict=True)
+                       for i in range(len(problems))]
+        else:
+            tasks = [(self, k, classes[k], y_idx, design, allowed, tr, te)
+                     for tr, te, _ in folds for k in problems]
+            results = [(problems.index(task[1]), off, task[7], res) for task, off, res in zip(
+                tasks, [off for _, _, off in folds for _ in problems],
+                self._run_tasks(_fold_candidates, tasks, client), strict=True)]
         oof = [{name: np.zeros((2, reps * n)) for name in names} for _ in problems]
         fold_genes = [{name: [] for name in names} for _ in problems]
-        offsets = [off for _, _, off in folds for _ in problems]
-        for task, off, res in zip(tasks, offsets, results, strict=True):
-            i = problems.index(task[1])
+        for i, off, test, res in results:
             for name, (latent, genes) in res.items():
-                oof[i][name][:, off + task[7]] = latent
+                oof[i][name][:, off + test] = latent
                 fold_genes[i][name].append(genes)
         y_idx = np.tile(y_idx, reps)  # the labels of the pooled predictions
         tables = []
-        chosen_z, chosen_t = [], []
+        chosen = []  # per problem, its candidate of lowest held-out log-loss
+        calib = []  # per problem, candidate -> (temperature, variance scale)
         for i, (k, fit) in enumerate(zip(problems, self._fits, strict=True)):
             t = np.where(y_idx == k, 1.0, -1.0)
-            best, (temp, scale), rows = choose_candidate(oof[i], t)
+            best, _, rows = choose_candidate(oof[i], t)
             step_of = {"ard": fit.choose("loo")}
             step_of.update({f"screen {kk}": fit.n_ard + j for j, kk in enumerate(self._screen_k)})
             if self._ml:
                 step_of[ML_CANDIDATE] = len(fit.steps) - 1
-            fit.cv_step = step_of[best]
             fit.step_calibration = {step_of[r["candidate"]]: (r["temperature"], r["variance_scale"])
                                     for r in rows}
             for r in rows:
                 step = step_of[r["candidate"]]
                 r.update({"class": fit.positive_class, "step": step,
                           "n_genes": int(np.sum(fit.steps[step].active != self._icol)),
-                          "cv_n_genes": float(np.mean(fold_genes[i][r["candidate"]])),
-                          "chosen": r["candidate"] == best})
-            tables.extend(rows)
-            chosen_z.append(moderated_latent(*oof[i][best], variance_scale=scale))
-            chosen_t.append(temp)
+                          "cv_n_genes": float(np.mean(fold_genes[i][r["candidate"]]))})
+            fit.step_of = step_of
+            tables.append(rows)
+            chosen.append(best)
+            calib.append({r["candidate"]: (r["temperature"], r["variance_scale"]) for r in rows})
+
+        def combined(pick):
+            """Combination temperature and multi-class held-out log-loss of one pick per problem."""
+            z = [moderated_latent(*oof[i][c], variance_scale=calib[i][c][1])
+                 for i, c in enumerate(pick)]
+            temps = np.array([calib[i][c][0] for i, c in enumerate(pick)])
+            return fit_combine_temperature(np.column_stack(z), temps, y_idx)
+
         self._combine_temperature = 1.0
-        if len(problems) > 1:
-            self._combine_temperature = fit_combine_temperature(
-                np.column_stack(chosen_z), np.array(chosen_t), y_idx)[0]
+        if self._joint:
+            # The same candidate in every class (so the genes stay shared): the one of lowest
+            # multi-class held-out log-loss, the first on ties.
+            scored = [(combined([name] * len(problems)), name) for name in names]
+            (self._combine_temperature, _), best = min(scored, key=lambda c: c[0][1])
+            chosen = [best] * len(problems)
+        elif len(problems) > 1:
+            self._combine_temperature = combined(chosen)[0]
+        for fit, rows, best in zip(self._fits, tables, chosen, strict=True):
+            fit.cv_step = fit.step_of[best]
+            for r in rows:
+                r["chosen"] = r["candidate"] == best
+        tables = [r for rows in tables for r in rows]
         cols = ["class", "candidate", "step", "n_genes", "cv_n_genes", "cv_log_loss_raw",
                 "cv_log_loss", "temperature", "variance_scale", "cv_log_loss_final", "chosen"]
         self.cv_results_ = pd.DataFrame(tables)[cols]

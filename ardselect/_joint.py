@@ -26,6 +26,7 @@ import logging
 
 import numpy as np
 
+from ._lazy import LazyDesign
 from ._sequential import (
     ACTION_NAMES,
     ADD,
@@ -230,7 +231,9 @@ class JointPath:
 
     def run(self):
         # The designs differ only in row signs: their squares are one matrix.
-        self._Phi2 = _squared(self.problems[0].design)
+        design = self.problems[0].design
+        # (A lazy design computes the weighted squares in its own pass over the chunks.)
+        self._Phi2 = None if isinstance(design, LazyDesign) else _squared(design)
         m = self.allowed.size
         fixed_idx = np.fromiter(self.fixed.keys(), dtype=np.intp, count=len(self.fixed))
         fixed_alpha = np.fromiter(self.fixed.values(), dtype=np.float64, count=len(self.fixed))

@@ -23,6 +23,19 @@ EXAMPLES = ("leukaemia",)
 Criterion = Enum("Criterion", {c.replace("-", "_"): c for c in CRITERIA}, type=str)
 LogChoice = Enum("LogChoice", {c: c for c in LOG_CHOICES}, type=str)
 Example = Enum("Example", {c: c for c in EXAMPLES}, type=str)
+Multiclass = Enum("Multiclass", {c: c for c in ("ovr", "shared")}, type=str)
+
+#: ``--multiclass``, as ``fit`` and ``evaluate`` take it.
+MulticlassOpt = Annotated[
+    Multiclass,
+    typer.Option(
+        "--multiclass",
+        help="More than two classes: 'ovr' chooses each class's genes against the rest (the "
+        "default, most accurate); 'shared' gives each gene one prior precision for all "
+        "classes, so every class uses the same, much smaller gene set (README, 'Shared genes "
+        "across classes').",
+    ),
+]
 
 # ---------------------------------------------------------------------------------------------
 # Shared options

@@ -21,6 +21,8 @@ from ._options import (
     LogChoice,
     LogOpt,
     MaxStepsOpt,
+    Multiclass,
+    MulticlassOpt,
     OverwriteOpt,
     PositiveOpt,
     PseudocountOpt,
@@ -90,6 +92,7 @@ def evaluate(
             show_default=False,
         ),
     ] = None,
+    multiclass: MulticlassOpt = Multiclass.ovr,
     ml_candidate: Annotated[
         bool,
         typer.Option("--ml-candidate/--no-ml-candidate",
@@ -176,7 +179,8 @@ def evaluate(
         if train_size >= 1 and not train_size < y.size:
             msg = f"--train-size {train_size:g} must be below the number of samples ({y.size})"
             raise ardselect.DataError(msg)
-        params = {"constant_features": "ignore", "ml_candidate": ml_candidate}
+        params = {"constant_features": "ignore", "ml_candidate": ml_candidate,
+                  "multiclass": multiclass.value}
         if max_steps is not None:
             params["max_steps"] = int(max_steps)
         methods = {"ARD-EP": ardselect.ARDClassifier(random_state=seed, **params)}

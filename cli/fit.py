@@ -22,6 +22,8 @@ from ._options import (
     LogChoice,
     LogOpt,
     MaxStepsOpt,
+    Multiclass,
+    MulticlassOpt,
     OverwriteOpt,
     PositiveOpt,
     PseudocountOpt,
@@ -86,6 +88,7 @@ def fit(
                      "'bic' (log(samples)/2, the default; keeps paths short on large data) or a "
                      "number >= 0 (0: the paper's type-II maximum likelihood)."),
     ] = "bic",
+    multiclass: MulticlassOpt = Multiclass.ovr,
     ml_candidate: Annotated[
         bool,
         typer.Option("--ml-candidate/--no-ml-candidate",
@@ -167,6 +170,8 @@ def fit(
         defaults = ardselect.ARDClassifier()
         cv = criterion.value == "cv"
         n_folds = defaults.cv * defaults.cv_repeats if cv else 0
+        if multiclass.value == "shared":
+            n_problems = 1  # one path for all classes
         n_paths = n_problems * (1 + n_folds) * (2 if cv and ml_candidate else 1)
         with path_progress(n_paths, quiet=quiet):
             ardselect.rank_genes(
@@ -184,7 +189,8 @@ def fit(
                 symbol_key=symbol_key,
                 max_steps=max_steps,
                 estimator_params={"random_state": seed, "inclusion_penalty": penalty,
-                                  "max_samples": max_samples, "ml_candidate": ml_candidate},
+                                  "max_samples": max_samples, "ml_candidate": ml_candidate,
+                                  "multiclass": multiclass.value},
             )
         ranked = ardselect.get.ranked_genes_df(adata)
         multi = ranked["class"].nunique() > 1

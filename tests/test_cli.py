@@ -264,6 +264,26 @@ def test_multiclass(data, tmp_path):
     assert (table["predicted"] == table["label"]).mean() > 0.8
 
 
+def test_multiclass_shared(data, tmp_path):
+    out = tmp_path / "s"
+    result = run("fit", data / "multi.tsv", "-g", "label", "-o", out, "--multiclass", "shared")
+    assert result.exit_code == 0, result.stderr
+    genes = pd.read_csv(out / "genes.tsv", sep="\t", keep_default_na=False)
+    chosen = [set(g.loc[g["selected"], "gene"]) for _, g in genes.groupby("class")]
+    assert len(chosen) == 3
+    assert all(c == chosen[0] for c in chosen)  # one gene set for every class
+    assert {"G0", "G1", "G2"} <= chosen[0]
+    pred = run("predict", out / "model.json", data / "multi.tsv")
+    assert pred.exit_code == 0
+    table = pd.read_csv(pd.io.common.StringIO(pred.stdout), sep="\t")
+    assert (table["predicted"] == table["label"]).mean() > 0.8
+    bad = run("fit", data / "multi.tsv", "-g", "label", "-o", tmp_path / "b",
+              "--multiclass", "joint")
+    assert bad.exit_code == 2
+    assert "multiclass" in bad.stderr
+    assert not (tmp_path / "b").exists()
+
+
 def test_gct_with_cls(data, tmp_path):
     df = pd.read_csv(data / "train.csv")
     adata = ad.AnnData(

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
+from ardselect import ARDClassifier
 from ardselect._ep import latent_posterior
 from ardselect._joint import joint_actions, joint_gain, joint_optimum
 from ardselect._sequential import (
@@ -151,3 +152,102 @@ def test_every_joint_gain_is_the_direct_change_of_the_summed_evidence(seed, pena
                 assert _joint_lml(designs, bs, ts, trial) <= _joint_lml(
                     designs, bs, ts, after_alpha) + 1e-9
     assert {ADD, REESTIMATE} <= seen
+
+
+def _blobs(seed, n_per=20, n_genes=40, K=4):
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(K), n_per)
+    X = rng.normal(size=(y.size, n_genes))
+    for k in range(K):  # class k raises genes 2k and 2k+1; gene 30 separates classes 0-1 from 2-3
+        X[y == k, 2 * k:2 * k + 2] += 1.5
+    X[:, 30] += np.where(y < 2, 1.0, -1.0)
+    return X, np.array(["a", "b", "c", "d"])[y]
+
+
+@pytest.mark.parametrize("criterion", ["loo", "evidence", "cv"])
+def test_shared_classes_use_the_same_genes(criterion):
+    X, y = _blobs(0)
+    est = ARDClassifier(multiclass="shared", criterion=criterion).fit(X, y)
+    used = est.coef_ != 0
+    assert used.any()
+    assert np.all(used == used[0])  # one gene set for every class
+    steps = est.chosen_step_
+    assert np.all(steps == steps[0])
+    # The path records are the joint ones: the same in every class.
+    path = est.path_
+    per_class = [g.drop(columns=["class"]).reset_index(drop=True)
+                 for _, g in path.groupby("class", sort=False)]
+    for other in per_class[1:]:
+        np.testing.assert_array_equal(other["log_evidence"], per_class[0]["log_evidence"])
+    p = est.predict_proba(X)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    assert np.mean(est.predict(X) == y) > 0.8
+    if criterion == "cv":
+        chosen = est.cv_results_[est.cv_results_.chosen]
+        assert chosen.candidate.nunique() == 1
+        assert len(chosen) == 4
+
+
+def test_shared_evidence_is_the_sum_of_the_classes_evidences():
+    X, y = _blobs(1)
+    est = ARDClassifier(multiclass="shared", criterion="loo").fit(X, y)
+    # Refit each class's EP at the chosen genes and precisions: the recorded joint evidence is
+    # the sum of the classes' own, and the LOO error the mean.
+    evid, loo = [], []
+    for fit in est._fits:
+        st = fit.steps[fit.chosen]
+        ep = fit.problem.fit_sites(st.active, st.alpha, None, tol=1e-10)
+        evid.append(ep.log_evidence)
+        loo.append(np.mean(ep.cavity_mean < 0))
+        rec = st.stats
+    np.testing.assert_allclose(rec["log_evidence"], sum(evid), rtol=1e-5)
+    np.testing.assert_allclose(rec["loo_error"], np.mean(loo), atol=1e-12)
+
+
+def test_shared_is_reproducible_and_two_classes_are_unchanged():
+    X, y = _blobs(2)
+    a = ARDClassifier(multiclass="shared").fit(X, y)
+    b = ARDClassifier(multiclass="shared").fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    two = y != "d"
+    two &= y != "c"
+    o = ARDClassifier().fit(X[two], y[two])
+    s = ARDClassifier(multiclass="shared").fit(X[two], y[two])
+    np.testing.assert_array_equal(o.coef_, s.coef_)
+
+
+def test_shared_fewer_genes_than_ovr_on_shared_signal():
+    # Every class is told apart by the same 3 genes (different directions) among 60: ovr picks
+    # them plus each class's own noise genes; the shared model keeps the union small.
+    rng = np.random.default_rng(8)
+    K, n_per = 4, 15
+    y = np.repeat(np.arange(K), n_per)
+    X = rng.normal(size=(y.size, 60))
+    centers = rng.normal(scale=1.5, size=(K, 3))
+    X[:, :3] += centers[y]
+    o = ARDClassifier(criterion="loo").fit(X, y)
+    s = ARDClassifier(criterion="loo", multiclass="shared").fit(X, y)
+    n_o = int(np.sum(np.any(o.coef_ != 0, axis=0)))
+    n_s = int(np.sum(np.any(s.coef_ != 0, axis=0)))
+    assert n_s < n_o
+    assert set(range(3)) <= set(np.flatnonzero(np.any(s.coef_ != 0, axis=0)))
+
+
+def test_bad_multiclass_value_is_refused():
+    X, y = _blobs(3)
+    with pytest.raises(ValueError, match="multiclass"):
+        ARDClassifier(multiclass="joint").fit(X, y)
+
+
+def test_shared_sparse_and_dask_inputs_give_the_dense_fit():
+    import scipy.sparse as sp
+
+    X, y = _blobs(4, n_per=12, K=3)
+    dense = ARDClassifier(multiclass="shared", criterion="loo").fit(X, y)
+    sparse = ARDClassifier(multiclass="shared", criterion="loo").fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=1e-7, atol=1e-9)
+    da = pytest.importorskip("dask.array")
+    lazy = ARDClassifier(multiclass="shared", criterion="loo").fit(
+        da.from_array(X, chunks=(12, 40)), y)  # the path's passes run over the row chunks
+    np.testing.assert_allclose(lazy.coef_, dense.coef_, rtol=1e-6, atol=1e-8)
