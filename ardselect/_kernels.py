@@ -344,8 +344,13 @@ def candidate_actions(S, Q, alpha, allowed, alpha_min, penalty, has_penalty):
         g = -np.inf
         if not active:
             if pos and allowed[j]:
-                r = Qj * Qj / Sj
-                g = 0.5 * (r - 1.0 - math.log(r)) - (penalty[j] if has_penalty else 0.0)
+                if s * s / theta >= alpha_min:
+                    r = Qj * Qj / Sj
+                    g = 0.5 * (r - 1.0 - math.log(r))
+                else:  # the optimum is below the floor: the gain of adding at the floor
+                    sd = Sj / alpha_min
+                    g = 0.5 * (Qj * Qj / alpha_min / (1.0 + sd) - math.log1p(sd))
+                g -= penalty[j] if has_penalty else 0.0
                 act = _ADD
         elif pos:
             # 0.5 [ Q^2 delta / (1 + S delta) - log(1 + S delta) ],  delta = 1/a_new - 1/a_old

@@ -75,16 +75,16 @@ def test_joint_optimum_closed_form_for_one_class():
                                rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("penalty", [0.0, 1.5])
-def test_one_class_equals_the_single_problem_engine(penalty):
+@pytest.mark.parametrize(("penalty", "alpha_min"), [(0.0, 0.0), (1.5, 0.0), (0.0, 0.3)])
+def test_one_class_equals_the_single_problem_engine(penalty, alpha_min):
     rng = np.random.default_rng(4)
     m = 300
     S = rng.gamma(1.0, 2.0, m)
     Q = rng.normal(0, 2, m)
     alpha = np.where(rng.random(m) < 0.3, S + rng.gamma(1.0, 2.0, m), np.inf)
     allowed = rng.random(m) < 0.9
-    a1, g1, n1 = candidate_actions(S, Q, alpha, allowed, 0.0, penalty)
-    a2, g2, n2 = joint_actions(S[None], Q[None], alpha, allowed, 0.0, penalty)
+    a1, g1, n1 = candidate_actions(S, Q, alpha, allowed, alpha_min, penalty)
+    a2, g2, n2 = joint_actions(S[None], Q[None], alpha, allowed, alpha_min, penalty)
     np.testing.assert_array_equal(a1, a2)
     np.testing.assert_allclose(np.where(np.isfinite(g1), g1, 0), np.where(np.isfinite(g2), g2, 0),
                                rtol=1e-9, atol=1e-9)

@@ -112,6 +112,24 @@ def test_optimal_alpha_maximises_the_marginal_likelihood():
         assert np.log(new_alpha[j]) == pytest.approx(res.x, abs=1e-4)
 
 
+def test_gains_at_the_floor_are_the_direct_change():
+    # With a high floor most optima are below it: an addition or re-estimate goes to the floor,
+    # and its gain is the change of the evidence there, not at the unconstrained optimum.
+    Phi, b, t, alpha = _problem(8, 30, 25, 4)
+    act = np.flatnonzero(np.isfinite(alpha))
+    post = latent_posterior(Phi[:, act], alpha[act], b, b * t)
+    S, Q = score_candidates(Phi, post, b, t)
+    action, gain, new_alpha = candidate_actions(S, Q, alpha, np.ones(25, bool), alpha_min=2.0)
+    base = _lml(Phi, alpha, b, t)
+    at_floor = 0
+    for j in np.flatnonzero(np.isfinite(gain) & (action == ADD)):
+        changed = alpha.copy()
+        changed[j] = new_alpha[j]
+        assert gain[j] == pytest.approx(_lml(Phi, changed, b, t) - base, rel=1e-7, abs=1e-9)
+        at_floor += new_alpha[j] == 2.0
+    assert at_floor >= 2
+
+
 def test_alpha_floor_and_disallowed_features():
     Phi, b, t, alpha = _problem(7, 30, 10, 3)
     act = np.flatnonzero(np.isfinite(alpha))
