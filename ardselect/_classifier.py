@@ -338,6 +338,7 @@ class _BinaryFit:
         self.n_ard = len(steps)  # the ARD steps; screened models (criterion="cv") follow them
         self.cv_step = None  # the step the inner cross-validation chose (criterion="cv")
         self.step_calibration = {}  # step -> (temperature, variance scale) fitted by the inner CV
+        self.step_of = {}  # candidate name -> its step (criterion="cv")
 
     def choose(self, criterion):
         if criterion == "cv":
@@ -642,8 +643,9 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                  tol=1e-5, alpha_min=0.1, patience=20, inclusion_penalty="bic",
                  intercept_alpha=INTERCEPT_ALPHA, cv=5, cv_repeats=1,
                  screen_sizes=(1, 2, 5, 10, 20, 50, 100, 200), screen_alpha=3.0,
-                 ml_candidate=True, multiclass="ovr", random_state=0, loo_prob_scale=50.0, damping=1.0, ep_tol=1e-5,
-                 ep_max_iter=200, constant_features="warn", max_samples=None, n_jobs=None):
+                 ml_candidate=True, multiclass="ovr", random_state=0, loo_prob_scale=50.0,
+                 damping=1.0, ep_tol=1e-5, ep_max_iter=200, constant_features="warn",
+                 max_samples=None, n_jobs=None):
         self.criterion = criterion
         self.cv = cv
         self.cv_repeats = cv_repeats
@@ -974,11 +976,10 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         splitter = RepeatedStratifiedKFold(n_splits=n_folds, n_repeats=reps, random_state=seed)
         folds = [(tr, te, f // n_folds * n)
                  for f, (tr, te) in enumerate(splitter.split(np.zeros(n), y_idx))]
+        # The candidates in the order ties are broken (no screened models with shared genes).
         names = [f"screen {k}" for k in self._screen_k] + ["ard"]
         if self._ml:
             names.append(ML_CANDIDATE)
-        if self._joint:
-            names = ["ard"] + ([ML_CANDIDATE] if self._ml else [])
         design = client.scatter(Phi_s, broadcast=True, hash=False) if client else Phi_s
         if self._joint:  # one task per fold, all classes in it
             per_fold = self._run_tasks(
