@@ -251,3 +251,42 @@ def test_shared_sparse_and_dask_inputs_give_the_dense_fit():
     lazy = ARDClassifier(multiclass="shared", criterion="loo").fit(
         da.from_array(X, chunks=(12, 40)), y)  # the path's passes run over the row chunks
     np.testing.assert_allclose(lazy.coef_, dense.coef_, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize(("penalty", "alpha_min", "seed"), [(0.0, 0.1, 0), (1.7, 0.1, 1),
+                                                            (0.0, 1.0, 2)])
+def test_one_class_joint_path_is_the_sequential_path(penalty, alpha_min, seed):
+    # The K-class driver with one class takes the one-class path's steps exactly: the same start,
+    # actions, genes and evidence (both score every gene: fewer than SCREEN_MIN_FEATURES).
+    from ardselect._classifier import _EPProbitProblem
+    from ardselect._joint import JointPath
+    from ardselect._sequential import SequentialPath
+
+    rng = np.random.default_rng(seed)
+    n, m = 30, 60
+    X = rng.normal(size=(n, m))
+    t = np.where(X[:, 0] - X[:, 1] + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
+    Phi = np.column_stack([X, np.ones(n)])
+    Phi /= np.sqrt(np.mean(Phi**2, axis=0))
+    allowed = np.ones(m + 1, dtype=bool)
+    pen = np.full(m + 1, penalty)
+    pen[m] = 0.0
+    fixed = {m: 0.01}
+
+    def problem():
+        p = _EPProbitProblem(Phi, allowed, loo_prob_scale=50.0, damping=1.0, ep_tol=1e-5,
+                             ep_max_iter=200)
+        p.release(Phi, t)
+        return p
+
+    one = SequentialPath(problem(), init="relevant", max_init=20, alpha_min=alpha_min,
+                         penalty=pen, fixed=fixed, max_steps=300, tol=1e-5, patience=20).run()
+    joint = JointPath([problem()], allowed, alpha_min=alpha_min, penalty=pen, fixed=fixed,
+                      max_init=20, max_steps=300, tol=1e-5, patience=20).run()
+    assert len(one.steps) > 5
+    assert [s.action for s in joint.steps[0]] == [s.action for s in one.steps]
+    assert [s.feature for s in joint.steps[0]] == [s.feature for s in one.steps]
+    for a, b in zip(joint.steps[0], one.steps, strict=True):
+        np.testing.assert_array_equal(a.active, b.active)
+        np.testing.assert_allclose(a.alpha, b.alpha, rtol=1e-8)
+        assert a.stats["log_evidence"] == pytest.approx(b.stats["log_evidence"], abs=1e-8)
