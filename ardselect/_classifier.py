@@ -181,6 +181,9 @@ GATHER_WARN_ROWS = 50_000
 #: The second ARD candidate of ``criterion="cv"`` (``ml_candidate``): its name in ``cv_results_``,
 #: its ``action`` in ``path_``, and its precision floor (on unit-RMS features; no inclusion penalty).
 ML_CANDIDATE = "ard-ml"
+#: Candidate of ``multiclass="shared"``: the shared path's first model, the genes relevant to the
+#: classes together (at most ``max_init``), each at its own optimal precision.
+START_CANDIDATE = "ard-start"
 ML_ACTION = "ml"
 ML_ALPHA_MIN = 1.0
 
@@ -244,8 +247,9 @@ def _fold_joint(est, y_idx, Phi_s, allowed, train, test):
     """The shared-precision path (``multiclass="shared"``) refitted on a fold's training part.
 
     Returns one dict per class, as :func:`_fold_candidates` does for one problem: candidate name ->
-    ``(latent, n_genes)`` for the joint path's LOO step (``"ard"``) and, with the ML candidate, the
-    LOO step of the joint ML path. Every class holds the same genes at each candidate.
+    ``(latent, n_genes)`` for the joint path's LOO step (``"ard"``), its first step
+    (``"ard-start"``) and, with the ML candidate, the LOO step of the joint ML path. Every class
+    holds the same genes at each candidate.
     """
     from ._validation import constant_columns
 
@@ -261,6 +265,7 @@ def _fold_joint(est, y_idx, Phi_s, allowed, train, test):
         out = []
         for prob, class_steps in zip(probs, steps, strict=True):
             picked = {"ard": class_steps[_path_choice(class_steps[:n_ard], "loo")]}
+            picked[START_CANDIDATE] = class_steps[0]
             if est._ml:
                 picked[ML_CANDIDATE] = class_steps[-1]
             out.append({name: (step_latent(prob, st, rows), int(np.sum(st.active != est._icol)))
@@ -490,9 +495,10 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         (group ARD, :mod:`ardselect._joint`): one path adds, deletes and re-estimates a gene for
         all classes at once by their summed evidence, so every class uses the same genes, each
         with its own weights. With ``criterion="cv"`` the candidates are then that path's LOO
-        model and, with ``ml_candidate``, the LOO model of a joint ML path, one candidate for all
-        classes, chosen by the multi-class held-out log-loss (no screened models: they rank
-        genes per class). A much smaller signature at some cost in accuracy (README, "Shared
+        model, its first model (``"ard-start"``: the genes relevant to the classes together, at
+        most ``max_init``, each at its own optimal precision) and, with ``ml_candidate``, the LOO
+        model of a joint ML path; one candidate for all classes, chosen by the multi-class
+        held-out log-loss (no screened models: they rank genes per class). A much smaller signature at some cost in accuracy (README, "Shared
         genes across classes"). Two-class fits are the same either way.
     random_state : int, RandomState instance or None, default=0
         Seeds the folds of the inner cross-validation (the only random choice of a fit; the path
@@ -978,6 +984,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                  for f, (tr, te) in enumerate(splitter.split(np.zeros(n), y_idx))]
         # The candidates in the order ties are broken (no screened models with shared genes).
         names = [f"screen {k}" for k in self._screen_k] + ["ard"]
+        if self._joint:
+            names.append(START_CANDIDATE)
         if self._ml:
             names.append(ML_CANDIDATE)
         design = client.scatter(Phi_s, broadcast=True, hash=False) if client else Phi_s
@@ -1008,6 +1016,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             t = np.where(y_idx == k, 1.0, -1.0)
             best, _, rows = choose_candidate(oof[i], t)
             step_of = {"ard": fit.choose("loo")}
+            if self._joint:
+                step_of[START_CANDIDATE] = 0
             step_of.update({f"screen {kk}": fit.n_ard + j for j, kk in enumerate(self._screen_k)})
             if self._ml:
                 step_of[ML_CANDIDATE] = len(fit.steps) - 1

@@ -183,6 +183,9 @@ def test_shared_classes_use_the_same_genes(criterion):
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
     assert np.mean(est.predict(X) == y) > 0.8
     if criterion == "cv":
+        assert set(est.cv_results_.candidate) == {"ard", "ard-start", "ard-ml"}
+        start = est.cv_results_[est.cv_results_.candidate == "ard-start"]
+        assert (start.step == 0).all()
         chosen = est.cv_results_[est.cv_results_.chosen]
         assert chosen.candidate.nunique() == 1
         assert len(chosen) == 4
