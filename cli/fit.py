@@ -199,7 +199,8 @@ def fit(
         stored = adata.uns["ardselect"]
         classes = [str(c) for c in stored["classes"]]
         if multi:
-            title = f"{data.name}: {label_key}, each class vs rest ({criterion.value})"
+            shared = ", shared genes" if multiclass.value == "shared" else ""
+            title = f"{data.name}: {label_key}, each class vs rest{shared} ({criterion.value})"
         else:
             title = f"{data.name}: {classes[1]} vs {classes[0]} ({criterion.value})"
         with Transaction() as tx:
