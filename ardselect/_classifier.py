@@ -83,6 +83,15 @@ class _EPProbitProblem:
     def initial_virtual(self):
         return self.tau0.copy(), self.nu0 / self.tau0
 
+    def scores(self, post, b, t, sq_cache=None):
+        """``S_j, Q_j`` of every column of the signed design (``score_candidates``).
+
+        A released design is scored from the shared basis and the signs, with no signed copy.
+        """
+        if self._design is not None:
+            return score_candidates(self._design, post, b, t, sq_cache=sq_cache)
+        return score_candidates(self._basis, post, b, t, sq_cache=sq_cache, signs=self._signs)
+
     def fit_sites(self, active, alpha, state, tol=None):
         tau, nu = state if state is not None else (self.tau0, self.nu0)
         return run_ep(self.columns(active), alpha, tau, nu, damping=self.damping,
@@ -212,6 +221,23 @@ def _fit_binary(est, k, label, y_idx, Phi_s, allowed):
     return prob, converged, steps, n_ard
 
 
+def _fold_design(est, Phi_s, allowed, train, test):
+    """A fold's training design, the genes that may enter there and its held-out rows.
+
+    As a refit on the fold would: columns back to unit RMS on the fold's training part (the
+    precision floor is defined on that scale), genes constant there left out. The held-out rows
+    are scaled the same way. Returns ``(Phi_tr, allowed_f, rows)``.
+    """
+    from ._validation import constant_columns
+
+    Phi_tr, scale, nonzero = unit_rms(Phi_s[train])
+    allowed_f = allowed & nonzero & ~constant_columns(Phi_tr)
+    if est._icol >= 0:
+        allowed_f[est._icol] = allowed[est._icol]  # the intercept column is constant by design
+    rows = Phi_s[test] @ sp.diags(1.0 / scale) if sp.issparse(Phi_s) else Phi_s[test] / scale
+    return Phi_tr, allowed_f, rows
+
+
 def _fold_candidates(est, k, label, y_idx, Phi_s, allowed, train, test):
     """One problem refitted on a fold's training part; its candidates' held-out latents.
 
@@ -219,21 +245,12 @@ def _fold_candidates(est, k, label, y_idx, Phi_s, allowed, train, test):
     ``"screen k"`` for every screened size and the ML candidate; ``latent`` is the ``(2, n_test)``
     posterior mean and variance of the held-out latents (:func:`ardselect._cv.step_latent`).
     """
-    from ._validation import constant_columns
-
-    # As a refit on the fold would: columns back to unit RMS on the fold's training part (the
-    # precision floor is defined on that scale), genes constant there left out.
-    Phi_tr, scale, nonzero = unit_rms(Phi_s[train])
-    allowed_f = allowed & nonzero & ~constant_columns(Phi_tr)
-    if est._icol >= 0:
-        allowed_f[est._icol] = allowed[est._icol]  # the intercept column is constant by design
+    Phi_tr, allowed_f, rows = _fold_design(est, Phi_s, allowed, train, test)
     t = np.where(y_idx[train] == k, 1.0, -1.0)
     with _one_blas_thread(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the full fit reports its own warnings
         prob, _, steps, n_ard = est._problem_steps(_sign_in_place(Phi_tr, t), t, allowed_f,
                                                    label, fold=True)
-        rows = (Phi_s[test] @ sp.diags(1.0 / scale) if sp.issparse(Phi_s)
-                else Phi_s[test] / scale)
         picked = {"ard": steps[_path_choice(steps[:n_ard], "loo")]}
         extra = steps[n_ard:]
         if est._ml:
@@ -251,17 +268,10 @@ def _fold_joint(est, y_idx, Phi_s, allowed, train, test):
     (``"ard-start"``) and, with the ML candidate, the LOO step of the joint ML path. Every class
     holds the same genes at each candidate.
     """
-    from ._validation import constant_columns
-
-    Phi_tr, scale, nonzero = unit_rms(Phi_s[train])
-    allowed_f = allowed & nonzero & ~constant_columns(Phi_tr)
-    if est._icol >= 0:
-        allowed_f[est._icol] = allowed[est._icol]
+    Phi_tr, allowed_f, rows = _fold_design(est, Phi_s, allowed, train, test)
     with _one_blas_thread(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the full fit reports its own warnings
         probs, _, steps, n_ard = est._joint_steps(Phi_tr, y_idx[train], allowed_f, fold=True)
-        rows = (Phi_s[test] @ sp.diags(1.0 / scale) if sp.issparse(Phi_s)
-                else Phi_s[test] / scale)
         out = []
         for prob, class_steps in zip(probs, steps, strict=True):
             picked = {"ard": class_steps[_path_choice(class_steps[:n_ard], "loo")]}
@@ -343,7 +353,6 @@ class _BinaryFit:
         self.n_ard = len(steps)  # the ARD steps; screened models (criterion="cv") follow them
         self.cv_step = None  # the step the inner cross-validation chose (criterion="cv")
         self.step_calibration = {}  # step -> (temperature, variance scale) fitted by the inner CV
-        self.step_of = {}  # candidate name -> its step (criterion="cv")
 
     def choose(self, criterion):
         if criterion == "cv":
@@ -830,9 +839,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         init = self.init
         if init == "auto":
             init = "relevant" if self._is_features else "single"
-        # With a number for intercept_alpha, the intercept is held at it in every model.
-        fixed = ({self._icol: float(self.intercept_alpha)}
-                 if self.intercept_alpha != "ard" and self._icol >= 0 else None)
+        fixed = self._held_intercept()
         prob = _EPProbitProblem(design, allowed, loo_prob_scale=self.loo_prob_scale,
                                 damping=self.damping, ep_tol=self.ep_tol,
                                 ep_max_iter=self.ep_max_iter)
@@ -862,6 +869,16 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                               pick.state))
         return prob, path.converged, steps, n_ard
 
+    def _held_intercept(self):
+        """``{column: alpha}`` of the intercept held at ``intercept_alpha`` in every model, or None.
+
+        With a number for ``intercept_alpha`` the intercept is never acted on; with ``"ard"`` (or
+        no intercept) nothing is held.
+        """
+        if self.intercept_alpha == "ard" or self._icol < 0:
+            return None
+        return {self._icol: float(self.intercept_alpha)}
+
     def _joint_steps(self, Phi, y_idx, allowed, *, fold=False):
         """The shared-precision path of every class (``multiclass="shared"``).
 
@@ -879,8 +896,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                                     ep_max_iter=self.ep_max_iter)
             prob.release(Phi, t)  # one design for all classes, signed when used
             probs.append(prob)
-        fixed = ({self._icol: float(self.intercept_alpha)}
-                 if self.intercept_alpha != "ard" and self._icol >= 0 else None)
+        fixed = self._held_intercept()
 
         def run_path(alpha_min, penalty, stop):
             return JointPath(probs, allowed, alpha_min=alpha_min, penalty=penalty, fixed=fixed,
@@ -1012,6 +1028,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         tables = []
         chosen = []  # per problem, its candidate of lowest held-out log-loss
         calib = []  # per problem, candidate -> (temperature, variance scale)
+        step_ofs = []  # per problem, candidate -> its step
         for i, (k, fit) in enumerate(zip(problems, self._fits, strict=True)):
             t = np.where(y_idx == k, 1.0, -1.0)
             best, _, rows = choose_candidate(oof[i], t)
@@ -1028,7 +1045,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                 r.update({"class": fit.positive_class, "step": step,
                           "n_genes": int(np.sum(fit.steps[step].active != self._icol)),
                           "cv_n_genes": float(np.mean(fold_genes[i][r["candidate"]]))})
-            fit.step_of = step_of
+            step_ofs.append(step_of)
             tables.append(rows)
             chosen.append(best)
             calib.append({r["candidate"]: (r["temperature"], r["variance_scale"]) for r in rows})
@@ -1049,8 +1066,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             chosen = [best] * len(problems)
         elif len(problems) > 1:
             self._combine_temperature = combined(chosen)[0]
-        for fit, rows, best in zip(self._fits, tables, chosen, strict=True):
-            fit.cv_step = fit.step_of[best]
+        for fit, rows, best, step_of in zip(self._fits, tables, chosen, step_ofs, strict=True):
+            fit.cv_step = step_of[best]
             for r in rows:
                 r["chosen"] = r["candidate"] == best
         tables = [r for rows in tables for r in rows]

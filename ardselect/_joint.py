@@ -35,7 +35,6 @@ from ._sequential import (
     REESTIMATE,
     Step,
     _squared,
-    score_candidates,
 )
 
 __all__ = ["joint_gain", "joint_optimum", "joint_actions", "JointPath"]
@@ -157,8 +156,8 @@ def joint_actions(S, Q, alpha, allowed, alpha_min=0.0, penalty=0.0):
 class JointPath:
     """The add / delete / re-estimate path of K probit problems with shared precisions.
 
-    ``problems`` are the classes' likelihood adapters (``_classifier._EPProbitProblem``, each with
-    its signed design; the designs differ only in the row signs). The rules are those of
+    ``problems`` are the classes' likelihood adapters (``_classifier._EPProbitProblem``: its
+    ``refresh``, and ``scores`` of its signed design; the designs differ only in the row signs). The rules are those of
     :class:`~ardselect._sequential.SequentialPath` (start from the individually relevant genes,
     at most ``max_init``; undo an addition that lowers the refreshed objective and do not offer
     that gene again; no re-estimate of the same gene twice in a row; stop after ``patience`` steps
@@ -202,7 +201,7 @@ class JointPath:
         return out, stats
 
     def _scores(self, out):
-        SQ = [score_candidates(p.design, post, b, t, sq_cache=self._Phi2)
+        SQ = [p.scores(post, b, t, sq_cache=self._Phi2)
               for p, (b, t, post, _, _) in zip(self.problems, out, strict=True)]
         return np.array([s for s, _ in SQ]), np.array([q for _, q in SQ])
 

@@ -96,19 +96,23 @@ def score_factors(post: LatentPosterior, b, t):
     return post.route, None, u
 
 
-def score_candidates(Phi, post: LatentPosterior, b, t, *, sq_cache=None, factors=None):
+def score_candidates(Phi, post: LatentPosterior, b, t, *, sq_cache=None, factors=None, signs=None):
     """``S_j`` and ``Q_j`` for every column of ``Phi`` (``(n, m)``, dense or CSC sparse).
 
     ``post`` is the posterior of the active weights under the virtual regression (sites ``tau = b``,
     ``nu = b t``). Weight-space route (``d <= n``): ``C^-1 = B - B P Sigma P^T B``; sample-space route
     (``d > n``): ``C^-1 = T^1/2 Bs^-1 T^1/2``. Cost ``O(n d m)`` or ``O(n^2 m)``; never densifies a sparse
     ``Phi`` whole in the weight route. ``factors`` (from :func:`score_factors`) may be passed when
-    several column sets are scored at the same state.
+    several column sets are scored at the same state. With ``signs`` (``(n,)``, +-1) the columns
+    scored are those of the signed design ``diag(signs) Phi`` while ``Phi`` is unsigned: the signs
+    go on the small factors instead (exact, a sign flip rounds nothing), so no signed copy is built.
     """
     nu = b * t
     if post.route == "sample":
         M = (score_factors(post, b, t) if factors is None else factors)[1]  # (n, n) = Bs^-1/2 T^1/2
         zt = M @ t  # (n,)
+        if signs is not None:
+            M = M * signs[None, :]  # M diag(signs) Phi = M (signed design)
         if not sp.issparse(Phi):
             Z = M @ Phi  # (n, m)
             return np.einsum("ij,ij->j", Z, Z), zt @ Z
@@ -132,11 +136,13 @@ def score_candidates(Phi, post: LatentPosterior, b, t, *, sq_cache=None, factors
     else:
         BPhi_sq = _weighted_sq(sq_cache, b)  # sq_cache = Phi * Phi (elementwise), reused across steps
     if post.route == "empty":
-        return BPhi_sq, np.asarray(Phi.T @ nu).ravel()
+        return BPhi_sq, np.asarray(Phi.T @ (nu if signs is None else signs * nu)).ravel()
     # One pass over Phi for both products: rows 0..d-1 are G = Pt^T B Phi, row d is nu^T Phi.
     R = np.empty((Phi.shape[0], post.Pt.shape[1] + 1))
     np.multiply(b[:, None], post.Pt, out=R[:, :-1])
     R[:, -1] = nu
+    if signs is not None:
+        R *= signs[:, None]  # (diag(signs) Phi)^T R = Phi^T (diag(signs) R)
     if lazy:
         GQ, BPhi_sq = Phi.scores_pass(R, b)
         GQ = GQ.T

@@ -128,8 +128,9 @@ class PortableModel:
     (after replaying the stored preprocessing) is ``Phi(h / sqrt(1 + v))`` with ``h = mean . x_A``
     and ``v = x_A' cov x_A``: the probit predictive probability with the weight uncertainty
     integrated out, calibrated by the problem's ``temperature`` and ``variance_scale``
-    (``Phi(T h / sqrt(1 + s v))``; fitted by ``criterion="cv"``, 1 otherwise). Multi-class probabilities combine the one-vs-rest answers
-    as ARDClassifier does, with its ``combine_temperature``.
+    (``Phi(T h / sqrt(1 + s v))``; fitted by ``criterion="cv"``, 1 otherwise). Multi-class
+    probabilities combine the one-vs-rest answers as ARDClassifier does, with its
+    ``combine_temperature``.
     """
 
     def __init__(self, data: Mapping):
