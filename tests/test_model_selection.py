@@ -202,6 +202,46 @@ def test_accuracy_benchmark_runs_the_shared_model_when_named(shared_data, tmp_pa
         accuracy.main(["--datasets", "khan_srbct", "--methods", "ARD-EP joint"])
 
 
+def test_accuracy_benchmark_loads_the_low_dimensional_sets(shared_data):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import accuracy
+
+    # The shapes and class counts the data sets' READMEs give (Raetsch: one realisation's rows).
+    expected = {"pima_diabetes": ((532, 7), [355, 177]), "ripley_synth": ((1250, 2), [625, 625]),
+                "raetsch_breast_cancer": ((277, 9), [196, 81]),
+                "raetsch_german": ((1000, 20), [700, 300]),
+                "raetsch_image": ((2310, 18), [990, 1320]),
+                "raetsch_titanic": ((2201, 3), [1490, 711]),
+                "raetsch_waveform": ((5000, 21), [3353, 1647])}
+    assert set(accuracy.LOWDIM) == set(expected)
+    for name, (shape, counts) in expected.items():
+        X, y, ids = accuracy.load(name)
+        assert X.shape == shape, name
+        assert np.isfinite(X).all(), name
+        assert np.unique(y, return_counts=True)[1].tolist() == counts, name
+        assert len(set(ids)) == shape[0], name
+    # No label column read as a feature: Pima's first columns are its measurements.
+    X, _, _ = accuracy.load("pima_diabetes")
+    assert X[0].tolist() == [5, 86, 68, 28, 30.2, 0.364, 24]
+
+
+@pytest.mark.slow
+def test_accuracy_benchmark_runs_the_low_dimensional_sets(shared_data, tmp_path, capsys):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import accuracy
+
+    accuracy.main(["--datasets", "pima_diabetes", "--splits", "4", "--jobs", "2", "--methods",
+                   "ARD-EP,L1-logistic", "--out", str(tmp_path)])
+    assert "| ARD-EP |" in capsys.readouterr().out
+    res = pd.read_csv(tmp_path / "pima_diabetes_splits.tsv", sep="\t")
+    s = res.groupby("method")[["error_rate", "log_loss", "log_loss_prior"]].mean()
+    # README: level with L1 on Pima (21.9% against 22.0% over 50 partitions).
+    assert abs(s.loc["ARD-EP", "error_rate"] - s.loc["L1-logistic", "error_rate"]) < 0.02
+    assert s.loc["ARD-EP", "log_loss"] < 0.8 * s.loc["ARD-EP", "log_loss_prior"]
+    with pytest.raises(SystemExit):
+        accuracy.main(["--datasets", "raetsch_banana"])
+
+
 def test_calibration_table_counts_and_ece():
     pred = pd.DataFrame({
         "criterion": ["loo"] * 4 + ["evidence"] * 2,
