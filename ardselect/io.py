@@ -162,7 +162,30 @@ ANNOTATION_WORDS = frozenset({
     "outcome", "response", "pfs", "dfs", "efs", "rfs", "num", "count", "counts", "total", "pct",
     "percent", "frac", "fraction", "mito", "ribo", "umi", "umis", "genes", "size", "factor",
     "phase", "type", "tissue", "site", "center", "centre", "date", "target", "diagnosis",
+    "row", "rows", "number",
 })
+
+#: A numeric column holding each of ``n`` consecutive integers exactly once, over at least this
+#: many samples, is a row number or an id, not a gene (whatever its name).
+ROW_NUMBER_MIN_SAMPLES = 10
+
+
+def _row_number_columns(X) -> np.ndarray:
+    """Positions of the columns of ``X`` that hold each of ``n`` consecutive integers once.
+
+    A gene measured on ``n >= ROW_NUMBER_MIN_SAMPLES`` samples does not: counts repeat, and
+    continuous values are not integers.
+    """
+    n = X.shape[0]
+    if n < ROW_NUMBER_MIN_SAMPLES:
+        return np.zeros(0, dtype=np.intp)
+    X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        span = np.max(X, axis=0) - np.min(X, axis=0)
+    cand = np.flatnonzero(span == n - 1)
+    cand = cand[np.all(X[:, cand] == np.round(X[:, cand]), axis=0)]
+    steps = np.diff(np.sort(X[:, cand], axis=0), axis=0)
+    return cand[np.all(steps == 1, axis=0)]
 
 
 def _name_words(name) -> list[str]:
@@ -248,8 +271,9 @@ def split_gene_columns(
     ``drop`` names columns that are not genes; ``gene_columns`` names the genes (names or
     ``FIRST:LAST`` ranges), every other numeric column then being an annotation. Without
     ``gene_columns`` and with ``check``, numeric columns whose name reads as an annotation
-    (:func:`looks_like_annotation`: ``age``, ``code``, ``label_num``) are not made genes, with an
-    :class:`AnnotationColumnWarning` naming them. With ``check``, a gene column that encodes the
+    (:func:`looks_like_annotation`: ``age``, ``code``, ``label_num``) or that hold row numbers
+    (each of ``n`` consecutive integers once, over at least ``ROW_NUMBER_MIN_SAMPLES`` samples)
+    are not made genes, with an :class:`AnnotationColumnWarning` naming them. With ``check``, a gene column that encodes the
     label (a single value within each class) is an error. Returns a new AnnData.
     """
     names = pd.Index(adata.var_names.astype(str))
@@ -272,6 +296,14 @@ def split_gene_columns(
                        "--gene-columns to use them as genes)")
                 warnings.warn(msg, AnnotationColumnWarning, stacklevel=3)
                 moved += auto
+            rows = [names[j] for j in _row_number_columns(adata.X) if names[j] not in set(moved)]
+            if rows:
+                shown = ", ".join(map(repr, rows[:10])) + (", ..." if len(rows) > 10 else "")
+                msg = (f"{len(rows)} numeric column(s) of {source} hold row numbers (each of "
+                       f"{adata.n_obs} consecutive integers once), read as sample annotations, "
+                       f"not genes: {shown} (name them with --gene-columns to use them as genes)")
+                warnings.warn(msg, AnnotationColumnWarning, stacklevel=3)
+                moved += rows
     if moved:
         keep = ~names.isin(moved)
         if not keep.any():

@@ -130,6 +130,37 @@ def test_annotation_rows_and_label_codes_with_genes_in_rows(tmp_path, expression
     assert aio.read_data(path, genes_in_rows=True, check_columns=False).n_vars == 7
 
 
+def test_row_numbers_are_not_genes(tmp_path, expression):
+    # An id column (here the UCI row number of a shuffled table, named like a gene would not be)
+    # is set aside by its name or, whatever its name, by its content: each of n consecutive
+    # integers once. Integer counts that repeat stay genes.
+    df = expression(n_samples=30, n_genes=5).sample(frac=1.0, random_state=0)
+    rng = np.random.default_rng(0)
+    df["uci_row"] = rng.permutation(30)
+    df["x17"] = rng.permutation(np.arange(101, 131)).astype(float)
+    df["G_pois"] = rng.poisson(20, 30)  # integer-valued, repeats: a gene
+    df["G_gap"] = np.r_[np.arange(29), 30]  # distinct integers but not consecutive: a gene
+    path = tmp_path / "t.csv"
+    df.to_csv(path, index=False)
+    with pytest.warns(aio.AnnotationColumnWarning) as record:
+        adata = aio.read_data(path)
+    messages = [str(w.message) for w in record]
+    assert any("left out of the genes: 'uci_row'" in m for m in messages)
+    assert any("hold row numbers (each of 30 consecutive integers once)" in m and "'x17'" in m
+               for m in messages)
+    assert list(adata.var_names) == ["G0", "G1", "G2", "G3", "G4", "G_pois", "G_gap"]
+    np.testing.assert_array_equal(adata.obs["x17"], df["x17"].to_numpy())
+    # Named as a gene, it is one; without the checks every numeric column is a gene.
+    assert "x17" in aio.read_data(path, gene_columns=["G0:x17"]).var_names
+    assert aio.read_data(path, check_columns=False).n_vars == 9
+    # Fewer samples than the rule needs: a permutation of 0..n-1 may be chance.
+    small = tmp_path / "s.csv"
+    df.iloc[:9].assign(x17=np.arange(9.0)).to_csv(small, index=False)
+    with pytest.warns(aio.AnnotationColumnWarning, match="'uci_row'"):
+        assert "x17" in aio.read_data(small).var_names
+    assert aio.looks_like_annotation("row_number")
+
+
 def test_column_choices_refused_outside_tables(tmp_path, adata_factory):
     path = tmp_path / "a.h5ad"
     adata_factory(n_samples=6, n_genes=3).write_h5ad(path)
