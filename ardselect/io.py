@@ -578,7 +578,8 @@ def read_table(path, *, genes_in_rows: bool = False, label_key: str | None = Non
     """Read a CSV/TSV expression table into AnnData.
 
     Samples in rows (default): the first column holds sample ids when it is non-numeric or its
-    header is empty or ``sample``, ``sample_id``, ``id``, ``cell``, ``barcode`` (any case); the
+    header is empty or ``sample``, ``sample_id``, ``id``, ``cell``, ``barcode`` (any case); when
+    it does not, the one other column with such a header and unique values does (if any); the
     ``label_key`` column and every other non-numeric column go to ``obs``; the remaining (numeric)
     columns are genes. Genes in rows (``genes_in_rows=True``): the first column holds gene ids,
     further non-numeric columns (e.g. ``Description``, ``symbol``) go to ``var``, and a row whose id is
@@ -599,9 +600,15 @@ def read_table(path, *, genes_in_rows: bool = False, label_key: str | None = Non
     check_unique_names(df.columns[1:], "gene")
     first = df.columns[0]
     id_header = first.strip().lower() in _ID_HEADERS or first.startswith("Unnamed:")
+    # Elsewhere in the table, one column headed like sample ids, with unique values, holds them.
+    named = [c for c in df.columns[1:] if c.strip().lower() in _ID_HEADERS - {""}
+             and c != label_key and df[c].notna().all() and df[c].astype(str).is_unique]
     if (id_header or not _is_numeric(df[first])) and first != label_key:
         index = df[first].astype(str).to_numpy()
         df = df.drop(columns=first)
+    elif len(named) == 1:
+        index = df[named[0]].astype(str).to_numpy()
+        df = df.drop(columns=named[0])
     else:
         index = np.array([f"sample_{i + 1}" for i in range(df.shape[0])], dtype=object)
     check_unique_names(index, "sample")

@@ -130,6 +130,23 @@ def test_annotation_rows_and_label_codes_with_genes_in_rows(tmp_path, expression
     assert aio.read_data(path, genes_in_rows=True, check_columns=False).n_vars == 7
 
 
+def test_sample_ids_found_outside_the_first_column(tmp_path, expression):
+    # A table whose columns were reordered: the `sample` column still names the samples (and is
+    # not an annotation); with two such columns, or ids that repeat, none is guessed.
+    df = expression(n_samples=12, n_genes=4)
+    cols = ["G2", "label", "sample", "G0", "G1", "G3"]
+    path = tmp_path / "t.csv"
+    df[cols].to_csv(path, index=False)
+    adata = aio.read_data(path)
+    assert list(adata.obs_names) == df["sample"].tolist()
+    assert "sample" not in adata.obs.columns
+    assert list(adata.var_names) == ["G2", "G0", "G1", "G3"]
+    df.assign(id=df["sample"] + "x")[[*cols, "id"]].to_csv(path, index=False)
+    assert aio.read_data(path).obs_names[0] == "sample_1"
+    df.assign(sample="s")[cols].to_csv(path, index=False)
+    assert aio.read_data(path).obs_names[0] == "sample_1"
+
+
 def test_row_numbers_are_not_genes(tmp_path, expression):
     # An id column (here the UCI row number of a shuffled table, named like a gene would not be)
     # is set aside by its name or, whatever its name, by its content: each of n consecutive
