@@ -281,12 +281,6 @@ class LazyDesign:
         G, sq = self._reduce(_block_scores, _add_pair, W, b)
         return self._products(G, W), self._squares(sq, b)
 
-    def sum(self, axis=None):
-        if axis != 0:
-            msg = "a LazyDesign sums over its rows only (axis=0)"
-            raise ValueError(msg)
-        return self.tmatmul(np.ones(self.shape[0]))
-
     def moments(self):
         """Per-column :func:`moments` of the raw values (``X`` unsigned, unscaled) on these rows."""
         if self._shared["moments"] is None:
