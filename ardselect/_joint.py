@@ -28,12 +28,12 @@ import numpy as np
 
 from ._lazy import LazyDesign
 from ._sequential import (
-    ACTION_NAMES,
     ADD,
     DELETE,
     NONE,
     REESTIMATE,
     Step,
+    _PathLoop,
     _squared,
 )
 
@@ -153,16 +153,19 @@ def joint_actions(S, Q, alpha, allowed, alpha_min=0.0, penalty=0.0):
     return action, gain, new_alpha
 
 
-class JointPath:
+class JointPath(_PathLoop):
     """The add / delete / re-estimate path of K probit problems with shared precisions.
 
     ``problems`` are the classes' likelihood adapters (``_classifier._EPProbitProblem``: its
-    ``refresh``, and ``scores`` of its signed design; the designs differ only in the row signs). The rules are those of
-    :class:`~ardselect._sequential.SequentialPath` (start from the individually relevant genes,
-    at most ``max_init``; undo an addition that lowers the refreshed objective and do not offer
-    that gene again; no re-estimate of the same gene twice in a row; stop after ``patience`` steps
-    without a rise of ``tol``, at ``max_steps``, or when ``stop(stats)`` says so). The objective
-    is the sum of the classes' EP log evidences less ``penalty`` per gene in the model.
+    ``refresh``, and ``scores`` of its signed design; the designs differ only in the row signs).
+    It starts as :class:`~ardselect._sequential.SequentialPath` does with ``init="relevant"``
+    (the individually relevant genes, at most ``max_init``) and then runs the same loop
+    (``_sequential._PathLoop``: undo an addition that lowers the refreshed objective and do not
+    offer that gene again; no re-estimate of the same gene twice in a row; stop after
+    ``patience`` steps without a rise of ``tol``, at ``max_steps``, or when ``stop(stats)`` says
+    so), with every class refreshed at each step. The objective is the sum of the classes' EP log
+    evidences less ``penalty`` per gene in the model; the path stops rather than delete its last
+    gene.
 
     After :meth:`run`, ``steps[k]`` is the list of :class:`~ardselect._sequential.Step` of class
     ``k``: the same genes and precisions in every class, the class's own EP sites in ``state``, and
@@ -191,7 +194,7 @@ class JointPath:
         self.n_rejected = 0
         self._best = None  # running maximum of the objective before the patience window
 
-    def _refresh(self, active, alpha, states):
+    def _refresh_all(self, active, alpha, states):
         out = [p.refresh(active, alpha, st) for p, st in zip(self.problems, states, strict=True)]
         per = [o[3] for o in out]
         stats = {"log_evidence": float(sum(s["log_evidence"] for s in per)),
@@ -205,28 +208,41 @@ class JointPath:
               for p, (b, t, post, _, _) in zip(self.problems, out, strict=True)]
         return np.array([s for s, _ in SQ]), np.array([q for _, q in SQ])
 
-    def _objective(self, k):
+    def _n_recorded(self):
+        return len(self.steps[0])
+
+    def _objective_at(self, k):
         """The objective at recorded step ``k``: summed log evidence less the genes' penalty."""
         s = self.steps[0][k]
         return s.stats["log_evidence"] - float(self.penalty[s.active].sum())
 
-    def _record(self, action, feature, active, alpha, stats, out):
+    def _best_action(self, alpha, add_ok, last_re):
+        S, Q = self._scores(self._out)
+        action, gain, new_alpha = joint_actions(S, Q, alpha, self.allowed & add_ok,
+                                                self.alpha_min, self.penalty)
+        gain[self._fixed_idx] = -np.inf
+        if last_re >= 0 and action[last_re] == REESTIMATE:
+            gain[last_re] = -np.inf
+        j = int(np.argmax(gain))
+        return j, int(action[j]), gain[j], new_alpha[j], None
+
+    def _refresh(self, active, alpha_active):
+        states = [s[-1].state for s in self.steps]
+        out, stats = self._refresh_all(active, alpha_active, states)
+        return (out, stats), stats, stats["log_evidence"] - float(self.penalty[active].sum())
+
+    def _nothing_left(self, active):
+        return active.size == self._fixed_idx.size
+
+    def _record(self, action, feature, active, alpha, refit):
+        out, stats = refit
+        self._out = out
         k = len(self.steps[0])
         for steps, o in zip(self.steps, out, strict=True):
             steps.append(Step(k, action, feature, active, alpha.copy(), dict(stats), o[4]))
         logger.debug("path step %d/%d", k, self.max_steps,
                      extra={"step": k, "max_steps": self.max_steps,
                             "class_label": self.progress_label})
-
-    def _stalled(self):
-        """No rise of the objective by ``tol`` over the last ``patience`` steps (O(patience))."""
-        n = len(self.steps[0])
-        if self.patience <= 0 or n <= self.patience:
-            return False
-        older = self._objective(n - self.patience - 1)
-        self._best = older if self._best is None else max(self._best, older)
-        recent = max(self._objective(i) for i in range(n - self.patience, n))
-        return recent <= self._best + self.tol
 
     def run(self):
         # The designs differ only in row signs: their squares are one matrix.
@@ -238,7 +254,7 @@ class JointPath:
         fixed_alpha = np.fromiter(self.fixed.values(), dtype=np.float64, count=len(self.fixed))
         none = [None] * len(self.problems)
         # Score the genes beside the held features (as SequentialPath does), or the empty model.
-        out, _ = self._refresh(fixed_idx, fixed_alpha, none)
+        out, _ = self._refresh_all(fixed_idx, fixed_alpha, none)
         S, Q = self._scores(out)
         alpha = np.full(m, np.inf)
         action, gain, new_alpha = joint_actions(S, Q, alpha, self.allowed, self.alpha_min,
@@ -261,49 +277,10 @@ class JointPath:
             alpha[j] = max(alpha[j], self.alpha_min)
         alpha[fixed_idx] = fixed_alpha
         active = np.flatnonzero(np.isfinite(alpha))
-        out, stats = self._refresh(active, alpha[active], none)
-        self._record("init", -1, active, alpha[active], stats, out)
+        out, stats = self._refresh_all(active, alpha[active], none)
+        self._record("init", -1, active, alpha[active], (out, stats))
         if self.stop is not None and self.stop(stats):
             self.converged = True
             return self
-        no_add = np.zeros(m, dtype=bool)
-        last_re = -1
-        taken = 0
-        budget = self.max_steps + m  # each gene can be rejected at most once
-        while taken < self.max_steps and budget > 0:
-            budget -= 1
-            S, Q = self._scores(out)
-            action, gain, new_alpha = joint_actions(S, Q, alpha, self.allowed & ~no_add,
-                                                    self.alpha_min, self.penalty)
-            gain[fixed_idx] = -np.inf
-            if last_re >= 0 and action[last_re] == REESTIMATE:
-                gain[last_re] = -np.inf
-            j = int(np.argmax(gain))
-            if not gain[j] > self.tol:
-                self.converged = True
-                break
-            old = alpha[j]
-            alpha[j] = new_alpha[j]
-            active = np.flatnonzero(np.isfinite(alpha))
-            if active.size == fixed_idx.size:
-                alpha[j] = old  # deleting the last gene: an empty model predicts nothing
-                self.converged = True
-                break
-            states = [s[-1].state for s in self.steps]
-            out_new, stats_new = self._refresh(active, alpha[active], states)
-            if action[j] == ADD:
-                prev = self._objective(len(self.steps[0]) - 1)
-                now = stats_new["log_evidence"] - float(self.penalty[active].sum())
-                if now < prev - 1e-9 * (1.0 + abs(prev)):
-                    alpha[j] = old
-                    no_add[j] = True
-                    self.n_rejected += 1
-                    continue
-            last_re = j if action[j] == REESTIMATE else -1
-            taken += 1
-            out, stats = out_new, stats_new
-            self._record(ACTION_NAMES[int(action[j])], j, active, alpha[active], stats, out)
-            if self._stalled() or (self.stop is not None and self.stop(stats)):
-                self.converged = True
-                break
-        return self
+        self._fixed_idx = fixed_idx
+        return self._loop(alpha)

@@ -223,7 +223,111 @@ class Step:
     state: object = field(repr=False, default=None)  # whatever the model needs to rebuild this fit
 
 
-class SequentialPath:
+class _PathLoop:
+    """The add / delete / re-estimate loop and its guards, shared by the paths.
+
+    :class:`SequentialPath` runs it on one problem, ``_joint.JointPath`` on K problems with
+    shared precisions.
+
+    From a started model, each step applies the single best action (:meth:`_best_action`),
+    refreshes the likelihood approximation (:meth:`_refresh`) and records the step
+    (:meth:`_record`). Because the refresh moves the sites, an addition can lower the path's own
+    objective (:meth:`_objective_at`: the log evidence less the genes' penalty); such an addition
+    is undone, not recorded, and the gene is not offered again on this path, which rules out
+    add / delete cycles. A gene is not re-estimated twice in a row (its optimum can flip between
+    two values as the sites move). The loop ends when no action gains more than ``tol``, after
+    ``max_steps`` recorded steps, when the objective has not risen by ``tol`` over the last
+    ``patience`` steps, or when ``stop(stats)`` accepts a step's records.
+
+    Subclasses set ``tol``, ``patience``, ``max_steps``, ``stop`` and ``n_rejected``, and
+    implement the hooks named above, :meth:`_n_recorded`, :meth:`_accepted` and
+    :meth:`_nothing_left`.
+    """
+
+    _best = None  # running maximum of the objective before the patience window
+
+    def _n_recorded(self):
+        raise NotImplementedError
+
+    def _objective_at(self, k):
+        """The objective at recorded step ``k``, or None when the model has no evidence."""
+        raise NotImplementedError
+
+    def _best_action(self, alpha, add_ok, last_re):
+        """``(j, action, gain, new_alpha, extra)`` of the best action for the current sites."""
+        raise NotImplementedError
+
+    def _refresh(self, active, alpha_active):
+        """Refit the sites for these precisions: ``(refit, stats, objective or None)``."""
+        raise NotImplementedError
+
+    def _accepted(self, j, extra, old_alpha, new_alpha):
+        """A step on gene ``j`` was taken (its refit not yet current)."""
+
+    def _nothing_left(self, active):
+        """True when ``active`` is too empty a model to go on with."""
+        return active.size == 0
+
+    def _record(self, action, j, active, alpha_active, refit):
+        """Make ``refit`` the current sites and record the step."""
+        raise NotImplementedError
+
+    def _stalled(self):
+        """True when the objective has not risen by ``tol`` over the last ``patience`` steps.
+
+        Keeps ``self._best``, the running maximum of the objective over the steps older than the
+        window, so each call costs O(patience), not O(path length).
+        """
+        n = self._n_recorded()
+        if self.patience <= 0 or n <= self.patience:
+            return False
+        older = self._objective_at(n - self.patience - 1)
+        if older is None:
+            return False
+        self._best = older if self._best is None else max(self._best, older)
+        recent = max(self._objective_at(i) for i in range(n - self.patience, n))
+        return recent <= self._best + self.tol
+
+    def _loop(self, alpha):
+        """Run the steps from the recorded start with precisions ``alpha`` (changed in place)."""
+        m = alpha.shape[0]
+        no_add = np.zeros(m, dtype=bool)
+        last_re = -1
+        taken = 0
+        budget = self.max_steps + m  # each gene can be rejected at most once
+        while taken < self.max_steps and budget > 0:
+            budget -= 1
+            j, act_j, gain_j, new_alpha_j, extra = self._best_action(alpha, ~no_add, last_re)
+            if not gain_j > self.tol:
+                self.converged = True
+                break
+            old_alpha = alpha[j]
+            alpha[j] = new_alpha_j
+            active = np.flatnonzero(np.isfinite(alpha))
+            if self._nothing_left(active):
+                # Deleting the last gene: an empty model predicts nothing; stop here.
+                alpha[j] = old_alpha
+                self.converged = True
+                break
+            refit, stats, now = self._refresh(active, alpha[active])
+            if act_j == ADD:
+                prev = self._objective_at(self._n_recorded() - 1)
+                if prev is not None and now < prev - 1e-9 * (1.0 + abs(prev)):
+                    alpha[j] = old_alpha
+                    no_add[j] = True
+                    self.n_rejected += 1
+                    continue
+            self._accepted(j, extra, old_alpha, alpha[j])
+            last_re = j if act_j == REESTIMATE else -1
+            taken += 1
+            self._record(ACTION_NAMES[act_j], j, active, alpha[active], refit)
+            if self._stalled() or (self.stop is not None and self.stop(stats)):
+                self.converged = True
+                break
+        return self
+
+
+class SequentialPath(_PathLoop):
     """Drive the add / delete / re-estimate loop for a model.
 
     The model object provides:
@@ -267,6 +371,7 @@ class SequentialPath:
         self.progress_label = progress_label
         self.steps: list[Step] = []
         self.converged = False
+        self.n_rejected = 0
         self._best = None
 
     def _log(self, k):
@@ -275,25 +380,16 @@ class SequentialPath:
             extra={"step": k, "max_steps": self.max_steps, "class_label": self.progress_label},
         )
 
-    def _stalled(self):
-        """True when the model's objective has not risen by ``tol`` over the last ``patience`` steps.
-
-        Keeps ``self._best``, the running maximum of the objective over the steps older than the
-        window, so each call costs O(patience), not O(path length).
-        """
-        if self.patience <= 0 or len(self.steps) <= self.patience:
-            return False
-        older = self._objective(self.steps[-self.patience - 1])
-        if older is None:
-            return False
-        self._best = older if self._best is None else max(self._best, older)
-        recent = max(self._objective(s) for s in self.steps[-self.patience:])
-        return recent <= self._best + self.tol
-
     def _objective(self, step):
         """The path's objective at ``step``: log evidence minus the penalty per feature."""
         ev = step.stats.get("log_evidence")
         return None if ev is None else ev - self._cost(step.active)
+
+    def _n_recorded(self):
+        return len(self.steps)
+
+    def _objective_at(self, k):
+        return self._objective(self.steps[k])
 
     def _cost(self, active):
         """The penalty of the features ``active``: ``sum(penalty[active])``."""
@@ -361,16 +457,6 @@ class SequentialPath:
         if self.stop is not None and self.stop(stats):
             self.converged = True
             return self
-        # The gains are exact only for the current sites. After EP moves the sites, an addition that
-        # looked profitable can lower the model's own evidence, and deleting the feature again then
-        # looks profitable: a cycle. So an addition that lowers the refreshed evidence is undone (not
-        # recorded) and that feature is not offered again on this path. A feature is not re-estimated
-        # twice in a row either (its optimum can flip between two values as the sites move).
-        no_add = np.zeros(m, dtype=bool)
-        last_re = -1
-        self.n_rejected = 0
-        k = 0
-        budget = self.max_steps + m  # each feature can be rejected at most once
         # Phi * Phi does not change along the path: square once (sample route does not need it;
         # a lazy design computes the weighted squares in the pass of its products instead).
         cache = {}
@@ -381,65 +467,51 @@ class SequentialPath:
                 cache["Phi2"] = _squared(Phi)
             return score_candidates(Phi, post, b, t, sq_cache=cache.get("Phi2"), factors=factors)
 
+        self._full_scores = full_scores
         screen = None
         if self.screening or (self.screening is None and m >= SCREEN_MIN_FEATURES):
             screen = CandidateScreen(Phi, full_scores, score_candidates, score_factors)
         self.screen = screen
-        while k < self.max_steps and budget > 0:
-            budget -= 1
-            add_ok = model.allowed & ~no_add
+        self._fixed_idx = fixed_idx
+        self._current = (b, t, post, state)
+        return self._loop(alpha)
 
-            def rules(idx, S, Q, add_ok=add_ok, last_re=last_re):
-                pen = self.penalty if self.penalty.ndim == 0 else self.penalty[idx]
-                act, gain, na = candidate_actions(S, Q, alpha[idx], add_ok[idx], self.alpha_min,
-                                                  pen)
-                if last_re >= 0:
-                    gain[(idx == last_re) & (act == REESTIMATE)] = -np.inf
-                if fixed_idx.size:
-                    gain[np.isin(idx, fixed_idx)] = -np.inf
-                return act, gain, na
+    def _best_action(self, alpha, add_ok, last_re):
+        add_ok = self.model.allowed & add_ok
+        fixed_idx = self._fixed_idx
+        b, t, post, _ = self._current
 
-            if screen is not None:
-                j, act_j, gain_j, new_alpha_j, S_j = screen.best(post, b, t, alpha, add_ok, rules,
-                                                                 self.tol, self.penalty)
-            else:
-                S, Q = full_scores(post, b, t)
-                action, gain, new_alpha = rules(np.arange(m), S, Q)
-                j = int(np.argmax(gain))
-                act_j, gain_j, new_alpha_j, S_j = int(action[j]), gain[j], new_alpha[j], S[j]
-            if not gain_j > self.tol:
-                self.converged = True
-                break
-            old_alpha = alpha[j]
-            alpha[j] = new_alpha_j
-            active = np.flatnonzero(np.isfinite(alpha))
-            if active.size == 0:
-                # Deleting the last feature: an empty model predicts nothing; stop here.
-                alpha[j] = old_alpha
-                self.converged = True
-                break
-            refreshed = model.refresh(active, alpha[active], state)
-            if act_j == ADD:
-                prev = self.steps[-1].stats.get("log_evidence")
-                new = refreshed[3].get("log_evidence")
-                if prev is not None:
-                    prev = prev - self._cost(self.steps[-1].active)
-                    new = new - self._cost(active)
-                if prev is not None and new < prev - 1e-9 * (1.0 + abs(prev)):
-                    alpha[j] = old_alpha
-                    no_add[j] = True
-                    self.n_rejected += 1
-                    continue
-            if screen is not None:
-                screen.accept(j, S_j, _inv(alpha[j]) - _inv(old_alpha))
-            last_re = j if act_j == REESTIMATE else -1
-            k += 1
-            b, t, post, stats, state = refreshed
-            self.steps.append(
-                Step(k, ACTION_NAMES[act_j], j, active, alpha[active].copy(), stats, state)
-            )
-            self._log(k)
-            if self._stalled() or (self.stop is not None and self.stop(stats)):
-                self.converged = True
-                break
-        return self
+        def rules(idx, S, Q):
+            pen = self.penalty if self.penalty.ndim == 0 else self.penalty[idx]
+            act, gain, na = candidate_actions(S, Q, alpha[idx], add_ok[idx], self.alpha_min, pen)
+            if last_re >= 0:
+                gain[(idx == last_re) & (act == REESTIMATE)] = -np.inf
+            if fixed_idx.size:
+                gain[np.isin(idx, fixed_idx)] = -np.inf
+            return act, gain, na
+
+        if self.screen is not None:
+            j, act_j, gain_j, new_alpha_j, S_j = self.screen.best(post, b, t, alpha, add_ok, rules,
+                                                                  self.tol, self.penalty)
+        else:
+            S, Q = self._full_scores(post, b, t)
+            action, gain, new_alpha = rules(np.arange(alpha.shape[0]), S, Q)
+            j = int(np.argmax(gain))
+            act_j, gain_j, new_alpha_j, S_j = int(action[j]), gain[j], new_alpha[j], S[j]
+        return j, act_j, gain_j, new_alpha_j, S_j
+
+    def _refresh(self, active, alpha_active):
+        refit = self.model.refresh(active, alpha_active, self._current[3])
+        ev = refit[3].get("log_evidence")
+        return refit, refit[3], None if ev is None else ev - self._cost(active)
+
+    def _accepted(self, j, extra, old_alpha, new_alpha):
+        if self.screen is not None:
+            self.screen.accept(j, extra, _inv(new_alpha) - _inv(old_alpha))
+
+    def _record(self, action, j, active, alpha_active, refit):
+        b, t, post, stats, state = refit
+        self._current = (b, t, post, state)
+        k = len(self.steps)
+        self.steps.append(Step(k, action, j, active, alpha_active.copy(), stats, state))
+        self._log(k)
