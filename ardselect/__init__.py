@@ -23,6 +23,7 @@ _LAZY = {
     "EPResult": "._ep",
     "ARDClassifier": "._classifier",
     "ConstantFeatureWarning": "._base",
+    "DataScaleWarning": ".model",
     "CRITERIA": "._criteria",
     "PATH_CRITERIA": "._criteria",
     "RVMRegressor": "._rvm",

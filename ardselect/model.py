@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,13 +28,45 @@ from .exceptions import FileFormatError, ModelError
 from .io import atomic_write, require_file
 from .preprocessing import Preprocessor
 
-__all__ = ["MODEL_FORMAT", "MODEL_FORMAT_VERSION", "PortableModel", "Posterior", "load_model"]
+__all__ = ["MODEL_FORMAT", "MODEL_FORMAT_VERSION", "DataScaleWarning", "PortableModel", "Posterior",
+           "load_model"]
 
 MODEL_FORMAT = "ardselect-model"
 #: Version 2 added each problem's ``variance_scale``. A reader of version 1 would ignore it and
 #: predict other probabilities, so the version moved; version-1 files read with scale 1.
 MODEL_FORMAT_VERSION = 2
 _READABLE_VERSIONS = (1, 2)
+
+#: After the model's own preprocessing, the model's genes on new data should lie within a few
+#: training standard deviations of their training means. When the median over the centred genes
+#: of ``|mean z|`` (the mean over the new samples) exceeds this, the data are almost surely on
+#: another scale (raw counts given to a model fitted on log values, log values logged again, ...):
+#: a :class:`DataScaleWarning` says so. A batch effect or another mix of classes moves a gene by
+#: about one or two standard deviations. Genes only scaled, not centred (sparse training data),
+#: have no training mean in the model and are not checked.
+SCALE_SHIFT_WARN = 4.0
+
+
+class DataScaleWarning(UserWarning):
+    """New data look like another kind of values than those the model was fitted on."""
+
+
+def _check_scale(Z, preprocessing) -> None:
+    """Warn when the standardised model genes ``Z`` lie far from their training means."""
+    centred = np.asarray(preprocessing["center"], dtype=np.float64) != 0.0
+    if Z.shape[0] == 0 or not centred.any():
+        return
+    shift = float(np.median(np.abs(np.mean(Z[:, centred], axis=0))))
+    if not shift > SCALE_SHIFT_WARN:
+        return
+    log = preprocessing.get("log", "none")
+    rule = "no log" if log in (None, "none") else f"{log}(x + {preprocessing.get('pseudocount')})"
+    msg = (f"the data look like another kind of values than the model was fitted on: after the "
+           f"model's preprocessing ({rule}, then each gene centred and scaled as in training) its "
+           f"{int(centred.sum())} gene(s) lie a median {shift:.3g} training standard deviations from "
+           "their training means (about 0 to 2 for data like the training data); check that "
+           "they are the same kind of values (raw counts, normalised, log) as the training data")
+    warnings.warn(msg, DataScaleWarning, stacklevel=4)
 
 
 def _unit_interval(values, what: str) -> np.ndarray:
@@ -319,6 +352,7 @@ class PortableModel:
 
     def _log_proba_array(self, data, feature_names=None) -> np.ndarray:
         Z = Preprocessor.apply_dict(self.preprocessing, self._columns(data, feature_names))
+        _check_scale(Z, self.preprocessing)
         design = np.hstack([Z, np.ones((Z.shape[0], 1))])  # column -1 is the intercept
         moments = [post.latent(design) for post in self.posteriors]
         mean = np.column_stack([m for m, _ in moments])  # (n, k)

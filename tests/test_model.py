@@ -181,3 +181,52 @@ def test_models_without_temperatures_predict_at_one():
     frame = pd.DataFrame({"a": [0.0, 4.0], "b": [1.0, 1.0], "c": [5.0, 0.0]})
     np.testing.assert_allclose(old.predict_proba(frame).to_numpy(),
                                model.predict_proba(frame).to_numpy())
+
+
+# ------------------------------------------------------------------------------ scale check
+
+
+def _counts_model(*, sparse=False):
+    import scipy.sparse as sp
+
+    from ardselect import ARDClassifier
+
+    rng = np.random.default_rng(3)
+    y = np.repeat(["A", "B"], 30)
+    lam = np.tile(rng.gamma(2.0, 50.0, size=40), (60, 1))
+    lam[y == "B", :4] *= 3.0
+    X = rng.poisson(lam).astype(float)
+    names = [f"g{i}" for i in range(40)]
+    fit_X = sp.csr_matrix(X) if sparse else X
+    pre = Preprocessor(log="log2", pseudocount=1.0).fit(fit_X)
+    est = ARDClassifier().fit(pre.transform(fit_X), y)
+    model = PortableModel.from_estimator(est, pre, names, list(est.classes_))
+    return model, pd.DataFrame(X, columns=names), y
+
+
+def test_data_on_another_scale_are_warned_about():
+    import warnings
+
+    from ardselect.model import DataScaleWarning
+
+    model, counts, y = _counts_model()
+    # Data like the training data, one class alone, or a single sample: no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataScaleWarning)
+        assert (model.predict(counts) == y).mean() > 0.9
+        model.predict(counts[y == "B"])
+        model.predict(counts.iloc[:1])
+    # Log values given to a model that logs its input itself: logged twice. All samples come out
+    # as one class; the warning says why.
+    logged = np.log2(counts + 1.0)
+    with pytest.warns(DataScaleWarning, match=r"another kind of values .*\(log2\(x \+ 1\.0\)"):
+        pred = model.predict(logged)
+    assert len(set(pred)) == 1
+    with pytest.warns(DataScaleWarning, match="training standard deviations"):
+        model.predict_proba(counts * 1000.0)
+    # A model of genes only scaled (sparse training data) has no training means: not checked.
+    sparse_model, _, _ = _counts_model(sparse=True)
+    assert not np.any(np.asarray(sparse_model.preprocessing["center"]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataScaleWarning)
+        sparse_model.predict(logged)
