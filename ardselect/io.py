@@ -570,6 +570,32 @@ def _is_numeric(series: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
 
 
+_DECIMAL_COMMA = r"^[-+]?\d*,\d+(?:[eE][-+]?\d+)?$"
+
+
+def _check_decimal_commas(df: pd.DataFrame, path: Path, skip=()) -> None:
+    """Refuse a table whose text columns hold numbers written with a decimal comma (``5,35``).
+
+    Read as text, such columns would become annotations and the table would lose its genes
+    silently; ``1,234`` may also be a thousands separator, so they are not converted by guess.
+    """
+    bad, example = [], None
+    for i, c in enumerate(df.columns):  # by position: names may repeat (refused later)
+        col = df.iloc[:, i]
+        if c in skip or _is_numeric(col):
+            continue
+        values = col.dropna().astype(str).str.strip()
+        if len(values) and values.str.fullmatch(_DECIMAL_COMMA).mean() >= 0.9:
+            bad.append(c)
+            example = example or values.iloc[0]
+    if bad:
+        shown = ", ".join(map(repr, bad[:5])) + (", ..." if len(bad) > 5 else "")
+        msg = (f"{len(bad)} column(s) of {path.name} hold numbers written with a decimal comma "
+               f"({shown}; e.g. {example!r}), which would be read as text, not genes: save the "
+               "table with a decimal point ('.') instead")
+        raise FileFormatError(msg)
+
+
 # A first column with one of these headers holds sample ids even when they are numbers.
 _ID_HEADERS = {"", "sample", "sample_id", "samples", "id", "cell", "cell_id", "barcode", "obs_names"}
 
@@ -595,6 +621,7 @@ def read_table(path, *, genes_in_rows: bool = False, label_key: str | None = Non
     # pandas renames duplicated column names (G1, G1.1); take the header as written instead.
     header = _read_csv(path, header=None, nrows=1, dtype=str).iloc[0]
     df.columns = ["" if pd.isna(c) else str(c) for c in header]
+    _check_decimal_commas(df, path, skip=(df.columns[0], label_key))
     if genes_in_rows:
         return _table_genes_in_rows(df, path, label_key)
     check_unique_names(df.columns[1:], "gene")

@@ -147,6 +147,28 @@ def test_sample_ids_found_outside_the_first_column(tmp_path, expression):
     assert aio.read_data(path).obs_names[0] == "sample_1"
 
 
+def test_decimal_commas_are_refused(tmp_path, expression):
+    # A table saved with decimal commas (a European locale): read as text, its genes would have
+    # become annotations and the fit gone on with the one integer column left.
+    df = expression(n_samples=10, n_genes=4)
+    df["G4"] = np.random.default_rng(0).poisson(3, 10)
+    df["tissue"] = ["liver", "lung"] * 5
+    path = tmp_path / "t.tsv"
+    df.to_csv(path, sep="\t", index=False, decimal=",")
+    with pytest.raises(FileFormatError, match=r"4 column\(s\) of t.tsv hold numbers written with a "
+                       r"decimal comma \('G0', 'G1', 'G2', 'G3'; e.g. '-?\d*,\d+'\)"):
+        aio.read_data(path)
+    genes = df.drop(columns=["label", "tissue"]).set_index("sample").T.rename_axis("gene")
+    genes.to_csv(path, sep="\t", decimal=",")
+    with pytest.raises(FileFormatError, match="decimal comma"):
+        aio.read_data(path, genes_in_rows=True)
+    # With decimal points the same table reads, the text column as an annotation.
+    df.to_csv(path, sep="\t", index=False)
+    adata = aio.read_data(path)
+    assert list(adata.var_names) == ["G0", "G1", "G2", "G3", "G4"]
+    assert list(adata.obs["tissue"][:2]) == ["liver", "lung"]
+
+
 def test_row_numbers_are_not_genes(tmp_path, expression):
     # An id column (here the UCI row number of a shuffled table, named like a gene would not be)
     # is set aside by its name or, whatever its name, by its content: each of n consecutive
