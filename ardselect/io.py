@@ -573,26 +573,38 @@ def _is_numeric(series: pd.Series) -> bool:
 _DECIMAL_COMMA = r"^[-+]?\d*,\d+(?:[eE][-+]?\d+)?$"
 
 
-def _check_decimal_commas(df: pd.DataFrame, path: Path, skip=()) -> None:
-    """Refuse a table whose text columns hold numbers written with a decimal comma (``5,35``).
+def _check_text_numbers(df: pd.DataFrame, path: Path, skip=()) -> None:
+    """Refuse text columns that hold numbers: decimal commas (``5,35``) or a few stray words.
 
-    Read as text, such columns would become annotations and the table would lose its genes
-    silently; ``1,234`` may also be a thousands separator, so they are not converted by guess.
+    Read as text, such a column would become an annotation and the table would lose a gene
+    silently. ``1,234`` may be a thousands separator and ``#VALUE!`` a broken formula, so neither
+    is converted by guess.
     """
-    bad, example = [], None
+    commas, stray = [], {}
     for i, c in enumerate(df.columns):  # by position: names may repeat (refused later)
         col = df.iloc[:, i]
         if c in skip or _is_numeric(col):
             continue
         values = col.dropna().astype(str).str.strip()
-        if len(values) and values.str.fullmatch(_DECIMAL_COMMA).mean() >= 0.9:
-            bad.append(c)
-            example = example or values.iloc[0]
-    if bad:
-        shown = ", ".join(map(repr, bad[:5])) + (", ..." if len(bad) > 5 else "")
-        msg = (f"{len(bad)} column(s) of {path.name} hold numbers written with a decimal comma "
-               f"({shown}; e.g. {example!r}), which would be read as text, not genes: save the "
-               "table with a decimal point ('.') instead")
+        if not len(values):
+            continue
+        if values.str.fullmatch(_DECIMAL_COMMA).mean() >= 0.9:
+            commas.append((c, values.iloc[0]))
+            continue
+        number = pd.to_numeric(values, errors="coerce").notna()
+        if 0.9 <= number.mean() < 1.0:  # (all numbers: a column of numbers stored as text)
+            stray[c] = values[~number].iloc[0]
+    if commas:
+        shown = ", ".join(repr(c) for c, _ in commas[:5]) + (", ..." if len(commas) > 5 else "")
+        msg = (f"{len(commas)} column(s) of {path.name} hold numbers written with a decimal comma "
+               f"({shown}; e.g. {commas[0][1]!r}), which would be read as text, not genes: save "
+               "the table with a decimal point ('.') instead")
+        raise FileFormatError(msg)
+    if stray:
+        shown = ", ".join(f"{c!r} ({v!r})" for c, v in list(stray.items())[:5])
+        msg = (f"{len(stray)} column(s) of {path.name} hold numbers and a few text values, which "
+               f"would make them text, not genes: {shown}{', ...' if len(stray) > 5 else ''}; "
+               "make those values numbers or empty (missing)")
         raise FileFormatError(msg)
 
 
@@ -621,9 +633,9 @@ def read_table(path, *, genes_in_rows: bool = False, label_key: str | None = Non
     # pandas renames duplicated column names (G1, G1.1); take the header as written instead.
     header = _read_csv(path, header=None, nrows=1, dtype=str).iloc[0]
     df.columns = ["" if pd.isna(c) else str(c) for c in header]
-    _check_decimal_commas(df, path, skip=(df.columns[0], label_key))
     if genes_in_rows:
         return _table_genes_in_rows(df, path, label_key)
+    _check_text_numbers(df, path, skip=(df.columns[0], label_key))
     check_unique_names(df.columns[1:], "gene")
     first = df.columns[0]
     id_header = first.strip().lower() in _ID_HEADERS or first.startswith("Unnamed:")
@@ -665,6 +677,7 @@ def _table_genes_in_rows(df: pd.DataFrame, path: Path, label_key: str | None):
         df = df.drop(index=df.index[pos]).reset_index(drop=True)
         gene_ids = df[first].astype(str)
     rest = df.drop(columns=first)
+    _check_text_numbers(rest, path)
     # Annotation columns (gene descriptions, symbols) are non-numeric; samples are numeric once
     # the label row is gone. Convert object columns that parse as numbers.
     var_cols, sample_cols = [], []

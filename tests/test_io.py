@@ -167,6 +167,23 @@ def test_decimal_commas_are_refused(tmp_path, expression):
     adata = aio.read_data(path)
     assert list(adata.var_names) == ["G0", "G1", "G2", "G3", "G4"]
     assert list(adata.obs["tissue"][:2]) == ["liver", "lung"]
+    # One broken spreadsheet cell makes a gene column text: refused, not set aside.
+    df.astype({"G2": object}).assign(G2=lambda d: d["G2"].where(d.index != 3, "#VALUE!")).to_csv(
+        path, sep="\t", index=False)
+    with pytest.raises(FileFormatError, match=r"1 column\(s\) of t.tsv hold numbers and a few text "
+                       r"values.*'G2' \('#VALUE!'\)"):
+        aio.read_data(path)
+    wide = expression(n_samples=6, n_genes=20)
+    stray = wide.drop(columns="label").set_index("sample").T.rename_axis("gene").astype(object)
+    stray.iloc[1, 2] = "#VALUE!"
+    stray.loc["label"] = wide.set_index("sample")["label"]
+    stray.to_csv(path, sep="\t")
+    with pytest.raises(FileFormatError, match=r"'s02' \('#VALUE!'\)"):
+        aio.read_data(path, genes_in_rows=True, label_key="label")
+    # The label row alone is not a stray value.
+    stray.iloc[1, 2] = 0.5
+    stray.to_csv(path, sep="\t")
+    assert aio.read_data(path, genes_in_rows=True, label_key="label").n_vars == 20
 
 
 def test_row_numbers_are_not_genes(tmp_path, expression):
