@@ -591,6 +591,8 @@ def _check_text_numbers(df: pd.DataFrame, path: Path, skip=()) -> None:
         if values.str.fullmatch(_DECIMAL_COMMA).mean() >= 0.9:
             commas.append((c, values.iloc[0]))
             continue
+        if looks_like_annotation(c):  # ("age" with a few "unknown": an annotation anyway)
+            continue
         number = pd.to_numeric(values, errors="coerce").notna()
         if 0.9 <= number.mean() < 1.0:  # (all numbers: a column of numbers stored as text)
             stray[c] = values[~number].iloc[0]

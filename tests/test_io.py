@@ -180,6 +180,10 @@ def test_decimal_commas_are_refused(tmp_path, expression):
     stray.to_csv(path, sep="\t")
     with pytest.raises(FileFormatError, match=r"'s02' \('#VALUE!'\)"):
         aio.read_data(path, genes_in_rows=True, label_key="label")
+    # A column named as an annotation may hold a few words: it goes to obs as before.
+    df.assign(age=[30, 41, "unknown", 52, 60, 33, 47, 58, 61, 39]).to_csv(path, sep="\t",
+                                                                         index=False)
+    assert list(aio.read_data(path).obs["age"][:3]) == ["30", "41", "unknown"]
     # The label row alone is not a stray value.
     stray.iloc[1, 2] = 0.5
     stray.to_csv(path, sep="\t")
