@@ -509,6 +509,15 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         model of a joint ML path; one candidate for all classes, chosen by the multi-class
         held-out log-loss (no screened models: they rank genes per class). A much smaller signature at some cost in accuracy (README, "Shared
         genes across classes"). Two-class fits are the same either way.
+    variance_scale_min : float in [0, 1], default=0.5
+        With ``criterion="cv"``, the smallest *variance scale* ``s`` the calibration may fit:
+        the chosen model predicts ``Phi(T m / sqrt(1 + s v))``, ``v`` the posterior variance of
+        the latent, ``s`` fitted with the temperature ``T`` on the held-out predictions. ``s < 1``
+        discounts the prior variance along directions no training sample constrained, which left
+        the predictive underconfident on every microarray set; the bound keeps at least half of
+        it (README, "Calibration: the variance scale", has the measurements at 0, 0.25, 0.5 and
+        0.75). ``1`` keeps the full Bayesian predictive (the temperature alone calibrates), ``0``
+        lets the calibration go as far as the point estimate ``Phi(T m)``.
     random_state : int, RandomState instance or None, default=0
         Seeds the folds of the inner cross-validation (the only random choice of a fit; the path
         itself is deterministic). The default makes every fit reproducible.
@@ -658,7 +667,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                  tol=1e-5, alpha_min=0.1, patience=20, inclusion_penalty="bic",
                  intercept_alpha=INTERCEPT_ALPHA, cv=5, cv_repeats=1,
                  screen_sizes=(1, 2, 5, 10, 20, 50, 100, 200), screen_alpha=3.0,
-                 ml_candidate=True, multiclass="ovr", random_state=0, loo_prob_scale=50.0,
+                 ml_candidate=True, multiclass="ovr", variance_scale_min=0.5, random_state=0,
+                 loo_prob_scale=50.0,
                  damping=1.0, ep_tol=1e-5, ep_max_iter=200, constant_features="warn",
                  max_samples=None, n_jobs=None):
         self.criterion = criterion
@@ -668,6 +678,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         self.screen_alpha = screen_alpha
         self.ml_candidate = ml_candidate
         self.multiclass = multiclass
+        self.variance_scale_min = variance_scale_min
         self.random_state = random_state
         self.kernel = kernel
         self.gamma = gamma
@@ -700,6 +711,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         "screen_alpha": [Interval(Real, 0, None, closed="neither")],
         "ml_candidate": ["boolean"],
         "multiclass": [StrOptions({"ovr", "shared"})],
+        "variance_scale_min": [Interval(Real, 0, 1, closed="both")],
         "random_state": ["random_state"],
         "init": [StrOptions({"auto", "relevant", "single"}), Interval(Integral, 1, None, closed="left")],
         "max_init": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left"), None],
@@ -1031,7 +1043,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         step_ofs = []  # per problem, candidate -> its step
         for i, (k, fit) in enumerate(zip(problems, self._fits, strict=True)):
             t = np.where(y_idx == k, 1.0, -1.0)
-            best, _, rows = choose_candidate(oof[i], t)
+            best, _, rows = choose_candidate(oof[i], t, self.variance_scale_min)
             step_of = {"ard": fit.choose("loo")}
             if self._joint:
                 step_of[START_CANDIDATE] = 0

@@ -20,7 +20,8 @@ probability ``Phi(z)``. Two calibration constants are fitted to them by maximum 
 * the *temperature* ``T`` in ``[T_MIN, 1]`` (``P = Phi(T z)``). It only ever softens a model,
   undoing the overconfidence that selection on the training data leaves in the posterior; it never
   sharpens one (on separable data the held-out likelihood would push ``T`` to infinity);
-* the *variance scale* ``s`` in ``[S_MIN, 1]`` (``P = Phi(T m / sqrt(1 + s v))``): how much of the
+* the *variance scale* ``s`` in ``[S_MIN, 1]`` (``P = Phi(T m / sqrt(1 + s v))``; the estimator's
+  ``variance_scale_min``, ``S_MIN`` by default): how much of the
   posterior variance of the latent the predictive counts. With far more genes than samples, most
   of ``v`` at a new sample is prior variance along directions the training samples never
   constrained, and the predictive is underconfident where the signal is strong (the Huntington
@@ -148,11 +149,11 @@ def fit_combine_temperature(z, temperature, y_idx):
     return _bounded_min(lambda temp: -float(np.mean(ovr_log_proba(zt, temp)[rows, y_idx])))
 
 
-def fit_calibration(mean, var, t):
+def fit_calibration(mean, var, t, s_min=S_MIN):
     """The temperature and variance scale of best held-out likelihood, and the log-loss there.
 
-    Returns ``(T, s, log_loss)``: the ``T`` in ``[T_MIN, 1]`` and ``s`` in ``[S_MIN, 1]`` that
-    maximise ``mean log Phi(T t m / sqrt(1 + s v))``.
+    Returns ``(T, s, log_loss)``: the ``T`` in ``[T_MIN, 1]`` and ``s`` in ``[s_min, 1]`` that
+    maximise ``mean log Phi(T t m / sqrt(1 + s v))`` (``s_min = 1``: the temperature alone).
 
     Parameters
     ----------
@@ -179,10 +180,14 @@ def fit_calibration(mean, var, t):
     def profile(s):
         return _temperature(tm / np.sqrt(1.0 + s * var))
 
-    res = minimize_scalar(lambda s: profile(s)[1], bounds=(S_MIN, 1.0), method="bounded",
-                          options={"xatol": 1e-2})
+    s_min = float(s_min)
+    scales = [1.0]
+    if s_min < 1.0:
+        res = minimize_scalar(lambda s: profile(s)[1], bounds=(s_min, 1.0), method="bounded",
+                              options={"xatol": 1e-2})
+        scales += [float(res.x), s_min]
     best = None
-    for s in (1.0, float(res.x), S_MIN):  # the first of equal losses wins
+    for s in scales:  # the first of equal losses wins
         temp, ll = profile(s)
         if best is None or ll < best[2] - 1e-12:
             best = (temp, s, ll)
@@ -206,14 +211,14 @@ def step_latent(problem, step, rows):
     return np.vstack([m, np.maximum(v, 0.0)])
 
 
-def choose_candidate(oof, t):
+def choose_candidate(oof, t, s_min=S_MIN):
     """Calibrate every candidate's pooled held-out latents; the lowest log-loss wins.
 
     ``oof`` maps candidate name -> ``(2, n)`` held-out latent means and variances, in the order
     ties are broken (the first wins). The choice compares the log-losses after the temperature
     alone (``cv_log_loss``); every candidate is then calibrated with ``(T, s)``
-    (:func:`fit_calibration`), which it predicts with (``temperature``, ``variance_scale``,
-    ``cv_log_loss_final``). Returns the winner's name, its ``(T, s)`` and one record per candidate.
+    (:func:`fit_calibration`, ``s`` at least ``s_min``), which it predicts with (``temperature``,
+    ``variance_scale``, ``cv_log_loss_final``). Returns the winner's name, its ``(T, s)`` and one record per candidate.
     """
     rows = []
     best = None
@@ -221,7 +226,7 @@ def choose_candidate(oof, t):
         z = moderated_latent(m, v)
         raw = -float(np.mean(log_ndtr(t * z)))
         ll = fit_temperature(z, t)[1]
-        temp, scale, final = fit_calibration(m, v, t)
+        temp, scale, final = fit_calibration(m, v, t, s_min)
         rows.append({"candidate": name, "cv_log_loss_raw": raw, "cv_log_loss": ll,
                      "temperature": temp, "variance_scale": scale, "cv_log_loss_final": final})
         if best is None or ll < best[1] - 1e-12:

@@ -236,6 +236,48 @@ def test_predictions_apply_the_temperature_and_the_variance_scale():
     assert unscored.variance_scale_[0] == 1.0
 
 
+@pytest.mark.parametrize("s_min", [0.0, 0.25, 0.8])
+def test_fit_calibration_bound_is_a_parameter(s_min):
+    """With another lower bound on s: still the best point of a fine grid of the box."""
+    rng = np.random.default_rng(11)
+    t = np.where(rng.random(60) < 0.5, 1.0, -1.0)
+    m = t * rng.normal(2.0, 1.0, size=60)  # right nearly always, with much latent variance
+    v = rng.gamma(1.0, 6.0, size=60)
+    temp, scale, ll = fit_calibration(m, v, t, s_min)
+    assert s_min <= scale <= 1.0
+    Tg, Sg = np.meshgrid(np.linspace(T_MIN, 1.0, 300), np.linspace(s_min, 1.0, 101))
+    grid = -np.mean(log_ndtr(Tg[..., None] * (t * m) / np.sqrt(1.0 + Sg[..., None] * v)), axis=-1)
+    assert grid.min() - 2e-3 <= ll <= grid.min() + 1e-9
+    # The data ask for as much sharpening as allowed below the default bound.
+    assert scale == pytest.approx(s_min, abs=0.02) if s_min < S_MIN else scale >= s_min
+    # s_min = 1: the temperature alone.
+    temp1, scale1, ll1 = fit_calibration(m, v, t, 1.0)
+    assert scale1 == 1.0
+    assert (temp1, ll1) == fit_temperature(m / np.sqrt(1.0 + v), t)
+
+
+def test_variance_scale_min_bounds_the_fitted_scale():
+    rng = np.random.default_rng(2)
+    X, y = _standardized(rng, n=40, p=30)
+    default = ARDClassifier(cv=3).fit(X, y)
+    assert default.variance_scale_[0] < 1.0  # the folds ask for sharpening here
+    full = ARDClassifier(cv=3, variance_scale_min=1.0).fit(X, y)
+    assert (full.cv_results_["variance_scale"] == 1.0).all()
+    assert full.variance_scale_[0] == 1.0
+    # The choice is made on the temperature alone either way: the same model and genes.
+    assert full.chosen_step_[0] == default.chosen_step_[0]
+    np.testing.assert_array_equal(full.predict(X), default.predict(X))
+    m, v = full._latent(X)
+    z = full.temperature_[0] * m[:, 0] / np.sqrt(1.0 + v[:, 0])
+    np.testing.assert_allclose(full.predict_proba(X)[:, 1], np.exp(log_ndtr(z)), rtol=1e-12)
+    low = ARDClassifier(cv=3, variance_scale_min=0.1).fit(X, y)
+    assert low.cv_results_["variance_scale"].between(0.1, 1.0).all()
+    assert low.variance_scale_[0] <= default.variance_scale_[0]
+    for bad in (-0.1, 1.5):
+        with pytest.raises(ValueError, match="variance_scale_min"):
+            ARDClassifier(variance_scale_min=bad).fit(X, y)
+
+
 def test_same_seed_same_model_and_the_seed_moves_the_folds():
     rng = np.random.default_rng(4)
     X, y = _standardized(rng, n=40, p=30)
