@@ -1145,10 +1145,19 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         step : int or array-like of int of shape (n_problems,)
             The path step of each binary problem, aligned with the rows of ``coef_`` (an int
             when there is one problem). :meth:`choose_step` gives the steps another criterion
-            would pick.
+            would pick. A ``multiclass="shared"`` fit has one path for all classes: give one
+            step (an int, or the same step for every class), so that every class keeps the
+            same genes.
         """
         check_is_fitted(self)
         steps = np.atleast_1d(np.asarray(step))
+        if getattr(self, "_joint", False):
+            if steps.size == 1 and steps.dtype.kind in "iu":
+                steps = np.full(len(self._fits), steps[0])
+            elif steps.ndim == 1 and np.unique(steps).size > 1:
+                msg = (f"a multiclass='shared' fit holds the same genes in every class at each "
+                       f"step: give one step for all classes, not {step!r}.")
+                raise ValueError(msg)
         if steps.ndim != 1 or steps.size != len(self._fits) or steps.dtype.kind not in "iu":
             msg = (f"step must be an int or an array of {len(self._fits)} int(s), one per binary "
                    f"problem (a row of coef_); got {step!r}.")

@@ -191,6 +191,26 @@ def test_shared_classes_use_the_same_genes(criterion):
         assert len(chosen) == 4
 
 
+def test_shared_at_step_takes_one_step_for_all_classes():
+    X, y = _blobs(0)
+    est = ARDClassifier(multiclass="shared", criterion="loo").fit(X, y)
+    ev = est.choose_step("evidence")
+    assert np.all(ev == ev[0])
+    for step in (int(ev[0]), ev, 0):
+        other = est.at_step(step)
+        used = other.coef_ != 0
+        assert np.all(used == used[0])
+        assert np.all(other.chosen_step_ == other.chosen_step_[0])
+    np.testing.assert_array_equal(est.at_step(int(ev[0])).coef_, est.at_step(ev).coef_)
+    with pytest.raises(ValueError, match="same genes in every class"):
+        est.at_step(np.array([0, 1, 0, 0]))
+    # A one-vs-rest fit still takes one step per class, and not a single int with four classes.
+    ovr = ARDClassifier(criterion="loo").fit(X, y)
+    ovr.at_step(np.array([0, 1, 0, 0]))
+    with pytest.raises(ValueError, match="an array of 4 int"):
+        ovr.at_step(0)
+
+
 def test_shared_evidence_is_the_sum_of_the_classes_evidences():
     X, y = _blobs(1)
     est = ARDClassifier(multiclass="shared", criterion="loo").fit(X, y)
