@@ -324,7 +324,7 @@ def split_gene_columns(
             shown = ", ".join(map(repr, codes[:5])) + (", ..." if len(codes) > 5 else "")
             msg = (f"column(s) {shown} encode the label {label_key!r} (a single value within each "
                    f"class): they cannot be genes; leave them out with --drop "
-                   f"{','.join(map(str, codes[:5]))}")
+                   f"{','.join(map(str, codes[:5]))} (read_data's drop=)")
             raise DataError(msg)
     return adata
 

@@ -228,7 +228,8 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             n_bad = int(np.sum(v + pseudocount <= 0))
             msg = (
                 f"cannot take {log} of {n_bad} value(s) <= {-pseudocount:g} (minimum {lo:g}); "
-                "set a floor (e.g. --floor 100 for raw intensities) or --log none"
+                "set a floor (e.g. 100 for raw intensities: floor=100, or --floor 100) or no log "
+                "(log='none', or --log none)"
             )
             raise DataError(msg)
         if sp.issparse(X) and pseudocount == 1.0:
@@ -354,8 +355,8 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         why = (f" (auto: {self.log_reason_})" if self.log == "auto" else "")
         msg = (f"cannot take {self.log_}{why}: {bad.size} gene(s) have values <= "
                f"{-self.pseudocount_:g} ({', '.join(shown)}{more}; minimum {float(lo.min()):g}); "
-               "leave those columns out (--drop), set a floor (e.g. --floor 100 for raw "
-               "intensities) or --log none")
+               "leave those genes out (--drop in the CLI), set a floor (e.g. 100 for raw "
+               "intensities: floor=100, or --floor 100) or no log (log='none', or --log none)")
         raise DataError(msg)
 
     def transform(self, X):
