@@ -27,7 +27,7 @@ from sklearn.base import clone
 
 from ._criteria import CRITERIA
 from ._validation import check_class_labels
-from .exceptions import DataError, LabelError
+from .exceptions import ArdselectError, DataError, LabelError
 
 __all__ = [
     "baselines",
@@ -304,7 +304,15 @@ def _one_split(split, X, y, ids, train, test, methods, criteria, preprocessor):
         with warnings.catch_warnings():
             # Per-split convergence notes of the baselines' inner searches are not actionable here.
             warnings.simplefilter("ignore")
-            model.fit(Xtr, y[train])
+            try:
+                model.fit(Xtr, y[train])
+            except ValueError as exc:  # a competitor's own check, e.g. its inner CV on too few
+                if isinstance(exc, ArdselectError) or type(est).__module__.startswith("ardselect"):
+                    raise
+                _, counts = np.unique(y[train], return_counts=True)
+                msg = (f"{name} could not be fitted on partition {split} ({len(train)} training "
+                       f"samples, the smallest class {int(counts.min())}): {exc}")
+                raise DataError(msg) from exc
         seconds = time.perf_counter() - t0
         record(name, model, seconds)
         for crit in criteria.get(name, ()):

@@ -140,6 +140,9 @@ def evaluate(
         if splits < 1:
             msg = f"--splits must be at least 1, got {splits}"
             raise UsageError(msg)
+        if n_jobs == 0 or n_jobs < -1:
+            msg = f"--n-jobs must be a number of workers (1 or more) or -1 (all cores), got {n_jobs}"
+            raise UsageError(msg)
         if train_size <= 0 or (train_size >= 1 and train_size != int(train_size)):
             msg = ("--train-size must be a fraction in (0, 1) or a whole number of samples, "
                    f"got {train_size:g}")

@@ -572,6 +572,13 @@ def test_evaluate_bad_train_size(data):
     assert_one_line_error(result, 1, r"--train-size 100 must be below the number of samples \(48\)")
     result = run("evaluate", data / "all.csv", "--train-size", 1.5)  # was a 1-sample training part
     assert_one_line_error(result, 2, r"--train-size must be a fraction in \(0, 1\) or a whole")
+    # Training parts too small for a baseline's inner CV: which method, partition and sizes
+    # (it was an "internal error"); the same for -j 0.
+    result = run("evaluate", data / "all.csv", "--train-size", 4, "--splits", 1)
+    assert_one_line_error(result, 1, r"L1-logistic could not be fitted on partition 1 \(4 "
+                          r"training samples, the smallest class 2\): ")
+    result = run("evaluate", data / "all.csv", "-j", 0)
+    assert_one_line_error(result, 2, r"--n-jobs must be a number of workers \(1 or more\) or -1")
 
 
 # The full 72 x 7129 set in each format; the CSV and GCT writers are also round-tripped on small
