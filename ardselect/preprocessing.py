@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 
 from ._lazy import combine_moments, is_dask, moments, reduce_rows
 from ._validation import check_design, constant_columns, nonfinite_message
@@ -202,7 +202,7 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         self._validate_params()
         if self.floor is not None and self.cap is not None and self.floor >= self.cap:
             msg = f"floor ({self.floor}) must be below cap ({self.cap})"
-            raise ValueError(msg)
+            raise InvalidParameterError(msg)
 
     @staticmethod
     def _clip(X, floor, cap):

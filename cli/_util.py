@@ -6,6 +6,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import re
 import shutil
 import stat
 import sys
@@ -91,6 +92,20 @@ def _relay_warnings(caught, *, debug: bool) -> None:
     sys.stderr.flush()
 
 
+#: Library parameters the commands set from an option of another name.
+_OPTION_OF = {"random_state": "--seed"}
+
+
+def _option_message(text: str) -> str:
+    """A library parameter error, with the command-line option it came from named first."""
+    match = re.search(r"The '(\w+)' parameter|^(floor|cap) ", text)
+    name = match and (match.group(1) or match.group(2))
+    if not name:
+        return text
+    option = _OPTION_OF.get(name, "--" + name.replace("_", "-"))
+    return f"{option}: {text}"
+
+
 @contextlib.contextmanager
 def handle_errors():
     """Turn every expected failure into one line on stderr and an exit code, never a traceback.
@@ -100,6 +115,8 @@ def handle_errors():
     shown as one ``warning:`` line each and do not change the exit code. Set ``ARDSELECT_DEBUG=1``
     to get tracebacks of unexpected errors.
     """
+    from sklearn.utils._param_validation import InvalidParameterError
+
     import ardselect
 
     debug = os.environ.get("ARDSELECT_DEBUG", "") not in ("", "0")
@@ -114,6 +131,9 @@ def handle_errors():
         raise
     except UsageError as exc:
         error_line(str(exc))
+        raise typer.Exit(2) from None
+    except InvalidParameterError as exc:  # an option's value out of a parameter's range
+        error_line(_option_message(str(exc)))
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         error_line("interrupted; no output was written")

@@ -567,6 +567,20 @@ def test_evaluate_with_baselines_and_groups(data, tmp_path):
     assert "whole donor groups held out" in result.stdout
 
 
+@pytest.mark.parametrize(("args", "pattern"), [
+    (["--pseudocount", -1], r"--pseudocount: The 'pseudocount' parameter of Preprocessor must be"),
+    (["--floor", 10, "--cap", 5], r"--floor: floor \(10.0\) must be below cap \(5.0\)"),
+    (["--seed", -1], r"--seed: The 'random_state' parameter of (ARDClassifier|the partitions) must "
+                      r"be an int"),
+])
+@pytest.mark.parametrize("command", ["fit", "evaluate"])
+def test_option_values_out_of_range_are_usage_errors(data, tmp_path, command, args, pattern):
+    # They were "internal error" lines with exit code 1.
+    result = run(command, data / "all.csv", "--out", tmp_path / "o", *args)
+    assert_one_line_error(result, 2, pattern)
+    assert not (tmp_path / "o").exists()
+
+
 def test_evaluate_bad_train_size(data):
     result = run("evaluate", data / "all.csv", "--train-size", 100)
     assert_one_line_error(result, 1, r"--train-size 100 must be below the number of samples \(48\)")
