@@ -38,12 +38,13 @@ MODEL_FORMAT_VERSION = 2
 _READABLE_VERSIONS = (1, 2)
 
 #: After the model's own preprocessing, the model's genes on new data should lie within a few
-#: training standard deviations of their training means. When the median over the centred genes
-#: of ``|mean z|`` (the mean over the new samples) exceeds this, the data are almost surely on
-#: another scale (raw counts given to a model fitted on log values, log values logged again, ...):
-#: a :class:`DataScaleWarning` says so. A batch effect or another mix of classes moves a gene by
-#: about one or two standard deviations. Genes only scaled, not centred (sparse training data),
-#: have no training mean in the model and are not checked.
+#: training standard deviations of their training means. When the median over the genes of the
+#: distance of their mean (over the new samples) from the training mean, in training sd, exceeds
+#: this, the data are almost surely on another scale (raw counts given to a model fitted on log
+#: values, log values logged again, ...): a :class:`DataScaleWarning` says so. A batch effect or
+#: another mix of classes moves a gene by about one or two standard deviations. The training means
+#: are in the model (``preprocessing["mean"]``; models written before it had them are checked on
+#: their centred genes only).
 SCALE_SHIFT_WARN = 4.0
 
 
@@ -53,17 +54,24 @@ class DataScaleWarning(UserWarning):
 
 def _check_scale(Z, preprocessing) -> None:
     """Warn when the standardised model genes ``Z`` lie far from their training means."""
-    centred = np.asarray(preprocessing["center"], dtype=np.float64) != 0.0
-    if Z.shape[0] == 0 or not centred.any():
+    center = np.asarray(preprocessing["center"], dtype=np.float64)
+    if "mean" in preprocessing:  # where the training samples lie in Z: 0 for centred genes
+        expected = ((np.asarray(preprocessing["mean"], dtype=np.float64) - center)
+                    / np.asarray(preprocessing["scale"], dtype=np.float64))
+        checked = np.ones(center.shape[0], dtype=bool)
+    else:
+        expected, checked = np.zeros(center.shape[0]), center != 0.0
+    if Z.shape[0] == 0 or not checked.any():
         return
-    shift = float(np.median(np.abs(np.mean(Z[:, centred], axis=0))))
+    mean = np.asarray(Z.mean(axis=0)).ravel()
+    shift = float(np.median(np.abs(mean - expected)[checked]))
     if not shift > SCALE_SHIFT_WARN:
         return
     log = preprocessing.get("log", "none")
     rule = "no log" if log in (None, "none") else f"{log}(x + {preprocessing.get('pseudocount')})"
     msg = (f"the data look like another kind of values than the model was fitted on: after the "
-           f"model's preprocessing ({rule}, then each gene centred and scaled as in training) its "
-           f"{int(centred.sum())} gene(s) lie a median {shift:.3g} training standard deviations from "
+           f"model's preprocessing ({rule}, then each gene scaled as in training) its "
+           f"{int(checked.sum())} gene(s) lie a median {shift:.3g} training standard deviations from "
            "their training means (about 0 to 2 for data like the training data); check that "
            "they are the same kind of values (raw counts, normalised, log) as the training data")
     warnings.warn(msg, DataScaleWarning, stacklevel=4)

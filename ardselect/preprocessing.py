@@ -158,6 +158,9 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         Number of constant genes dropped.
     center_, scale_ : ndarray of shape (n_kept,)
         Subtracted and divided per kept gene (0 and 1 without standardisation).
+    mean_ : ndarray of shape (n_kept,) or None
+        Training mean of each kept gene after the log (``center_`` when centred; sparse data are
+        only scaled). None without standardisation.
     n_features_in_ : int
     feature_names_in_ : ndarray of str, shape (n_features_in_,)
         Set when fitted on a DataFrame or given ``feature_names``.
@@ -278,8 +281,10 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             raise DataError(msg)
         self.sparse_ = bool(sparse)
         n_kept = int(self.keep_.sum())
+        self.mean_ = None
         if self.standardize:
             mean, var = mean_var(self.keep_)
+            self.mean_ = np.asarray(mean, dtype=np.float64)
             self.center_ = np.zeros(n_kept) if sparse else mean
             sd = np.sqrt(var)
             # A gene that is not exactly constant can still have a sd that rounds to 0; keep
@@ -419,6 +424,10 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             "standardize": bool(self.standardize),
             "center": self.center_[cols].tolist(),
             "scale": self.scale_[cols].tolist(),
+            # The training means after the log (= center when centred): not used to predict, only
+            # to tell new data of another kind (model.DataScaleWarning), also for sparse data.
+            **({} if getattr(self, "mean_", None) is None
+               else {"mean": self.mean_[cols].tolist()}),
         }
 
     @staticmethod

@@ -224,9 +224,25 @@ def test_data_on_another_scale_are_warned_about():
     assert len(set(pred)) == 1
     with pytest.warns(DataScaleWarning, match="training standard deviations"):
         model.predict_proba(counts * 1000.0)
-    # A model of genes only scaled (sparse training data) has no training means: not checked.
+    # Sparse training data are only scaled, not centred: the model keeps their training means,
+    # so the same check holds.
     sparse_model, _, _ = _counts_model(sparse=True)
     assert not np.any(np.asarray(sparse_model.preprocessing["center"]))
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataScaleWarning)
+        sparse_model.predict(counts)
+        sparse_model.predict(counts[y == "B"])
+    with pytest.warns(DataScaleWarning, match="training standard deviations"):
         sparse_model.predict(logged)
+    # A model written before the training means were kept: its centred genes only.
+    def without_means(m):
+        data = json.loads(m.to_json())
+        del data["preprocessing"]["mean"]
+        return PortableModel(data)
+
+    with pytest.warns(DataScaleWarning):
+        without_means(model).predict(logged)
+    old_sparse = without_means(sparse_model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataScaleWarning)
+        old_sparse.predict(logged)
