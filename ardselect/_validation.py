@@ -129,6 +129,10 @@ def check_binary_labels(y, n_samples: int):
             "(for a continuous target use RVMRegressor)."
         )
         raise LabelError(msg)
+    if y.dtype.kind == "O" and len({isinstance(v, str) for v in y}) > 1:
+        msg = ("y mixes strings and numbers (e.g. 1 and '1'); give the labels as one type, "
+               "e.g. y.astype(str).")
+        raise LabelError(msg)
     classes, y_index = np.unique(y, return_inverse=True)
     if classes.size < 2:
         only = classes[0].item() if isinstance(classes[0], np.generic) else classes[0]

@@ -277,6 +277,8 @@ def test_works_in_a_pipeline():
         (np.array([[np.inf, 1.0], [0.0, 2.0], [1.0, 0.0]]), [0, 1, 1], DataError, "infinite"),
         (np.array([[1.0, 1.0], [0.0, 2.0], [1.0, 0.0]]), [1, 1, 1], LabelError, "one class"),
         (np.array([[1.0, 1.0], [0.0, 2.0], [1.0, 0.0]]), [0, 1], LabelError, "3 samples"),
+        (np.array([[1.0, 1.0], [0.0, 2.0], [1.0, 0.0]]), np.array([1, "1", 1], dtype=object),
+         LabelError, "mixes strings and numbers"),
         (np.zeros((0, 3)), [], DataError, "0 sample"),
         (np.zeros((3, 0)), [0, 1, 1], DataError, "0 feature"),
     ],
