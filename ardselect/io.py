@@ -273,8 +273,9 @@ def split_gene_columns(
     ``gene_columns`` and with ``check``, numeric columns whose name reads as an annotation
     (:func:`looks_like_annotation`: ``age``, ``code``, ``label_num``) or that hold row numbers
     (each of ``n`` consecutive integers once, over at least ``ROW_NUMBER_MIN_SAMPLES`` samples)
-    are not made genes, with an :class:`AnnotationColumnWarning` naming them. With ``check``, a gene column that encodes the
-    label (a single value within each class) is an error. Returns a new AnnData.
+    are not made genes, with an :class:`AnnotationColumnWarning` naming them. With ``check``, a
+    gene column that encodes the label (a single value within each class) is an error. Returns a
+    new AnnData.
     """
     names = pd.Index(adata.var_names.astype(str))
     dropped = _expand_columns(drop, names, "drop") if drop else []
