@@ -575,7 +575,7 @@ _DECIMAL_COMMA = r"^[-+]?\d*,\d+(?:[eE][-+]?\d+)?$"
 
 
 def _check_text_numbers(df: pd.DataFrame, path: Path, skip=()) -> None:
-    """Refuse text columns that hold numbers: decimal commas (``5,35``) or a few stray words.
+    """Refuse text columns that hold numbers: decimal commas (``5,35``) or spreadsheet errors.
 
     Read as text, such a column would become an annotation and the table would lose a gene
     silently. ``1,234`` may be a thousands separator and ``#VALUE!`` a broken formula, so neither
@@ -595,7 +595,9 @@ def _check_text_numbers(df: pd.DataFrame, path: Path, skip=()) -> None:
         if looks_like_annotation(c):  # ("age" with a few "unknown": an annotation anyway)
             continue
         number = pd.to_numeric(values, errors="coerce").notna()
-        if 0.9 <= number.mean() < 1.0:  # (all numbers: a column of numbers stored as text)
+        # Only a spreadsheet's error values (#VALUE!, #DIV/0!, #REF!, ...) count as stray: other
+        # words among numbers mean an annotation (a chromosome column: 1..22, X, Y).
+        if 0.9 <= number.mean() < 1.0 and values[~number].str.startswith("#").all():
             stray[c] = values[~number].iloc[0]
     if commas:
         shown = ", ".join(repr(c) for c, _ in commas[:5]) + (", ..." if len(commas) > 5 else "")
@@ -605,9 +607,9 @@ def _check_text_numbers(df: pd.DataFrame, path: Path, skip=()) -> None:
         raise FileFormatError(msg)
     if stray:
         shown = ", ".join(f"{c!r} ({v!r})" for c, v in list(stray.items())[:5])
-        msg = (f"{len(stray)} column(s) of {path.name} hold numbers and a few text values, which "
-               f"would make them text, not genes: {shown}{', ...' if len(stray) > 5 else ''}; "
-               "make those values numbers or empty (missing)")
+        msg = (f"{len(stray)} column(s) of {path.name} hold numbers and a few spreadsheet error "
+               f"values, which would make them text, not genes: {shown}"
+               f"{', ...' if len(stray) > 5 else ''}; make those values numbers or empty (missing)")
         raise FileFormatError(msg)
 
 

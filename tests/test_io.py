@@ -170,8 +170,8 @@ def test_decimal_commas_are_refused(tmp_path, expression):
     # One broken spreadsheet cell makes a gene column text: refused, not set aside.
     df.astype({"G2": object}).assign(G2=lambda d: d["G2"].where(d.index != 3, "#VALUE!")).to_csv(
         path, sep="\t", index=False)
-    with pytest.raises(FileFormatError, match=r"1 column\(s\) of t.tsv hold numbers and a few text "
-                       r"values.*'G2' \('#VALUE!'\)"):
+    with pytest.raises(FileFormatError, match=r"1 column\(s\) of t.tsv hold numbers and a few "
+                       r"spreadsheet error values.*'G2' \('#VALUE!'\)"):
         aio.read_data(path)
     wide = expression(n_samples=6, n_genes=20)
     stray = wide.drop(columns="label").set_index("sample").T.rename_axis("gene").astype(object)
@@ -184,6 +184,14 @@ def test_decimal_commas_are_refused(tmp_path, expression):
     df.assign(age=[30, 41, "unknown", 52, 60, 33, 47, 58, 61, 39]).to_csv(path, sep="\t",
                                                                          index=False)
     assert list(aio.read_data(path).obs["age"][:3]) == ["30", "41", "unknown"]
+    # Other words among numbers make an annotation, as before: a chromosome column.
+    chrom = stray.copy()
+    chrom.iloc[1, 2] = 0.5
+    chrom.insert(0, "chromosome", [str(i % 22 + 1) for i in range(19)] + ["X", "label"])
+    chrom.to_csv(path, sep="\t")
+    back = aio.read_data(path, genes_in_rows=True, label_key="label")
+    assert back.n_vars == 20
+    assert back.var["chromosome"].iloc[-1] == "X"
     # The label row alone is not a stray value.
     stray.iloc[1, 2] = 0.5
     stray.to_csv(path, sep="\t")
