@@ -168,6 +168,9 @@ ANNOTATION_WORDS = frozenset({
 #: A numeric column holding each of ``n`` consecutive integers exactly once, over at least this
 #: many samples, is a row number or an id, not a gene (whatever its name).
 ROW_NUMBER_MIN_SAMPLES = 10
+#: More columns than this that hold row numbers are genes given as ranks (each gene's samples
+#: ranked 1..n), not ids: they stay genes.
+ROW_NUMBER_MAX_COLUMNS = 2
 
 
 def _row_number_columns(X) -> np.ndarray:
@@ -272,8 +275,8 @@ def split_gene_columns(
     ``FIRST:LAST`` ranges), every other numeric column then being an annotation. Without
     ``gene_columns`` and with ``check``, numeric columns whose name reads as an annotation
     (:func:`looks_like_annotation`: ``age``, ``code``, ``label_num``) or that hold row numbers
-    (each of ``n`` consecutive integers once, over at least ``ROW_NUMBER_MIN_SAMPLES`` samples)
-    are not made genes, with an :class:`AnnotationColumnWarning` naming them. With ``check``, a
+    (each of ``n`` consecutive integers once, over at least ``ROW_NUMBER_MIN_SAMPLES`` samples,
+    in at most ``ROW_NUMBER_MAX_COLUMNS`` columns) are not made genes, with an :class:`AnnotationColumnWarning` naming them. With ``check``, a
     gene column that encodes the label (a single value within each class) is an error. Returns a
     new AnnData.
     """
@@ -298,7 +301,8 @@ def split_gene_columns(
                 warnings.warn(msg, AnnotationColumnWarning, stacklevel=3)
                 moved += auto
             rows = [names[j] for j in _row_number_columns(adata.X) if names[j] not in set(moved)]
-            if rows:
+            # A table has an id column or two; many such columns are genes given as ranks.
+            if 0 < len(rows) <= ROW_NUMBER_MAX_COLUMNS:
                 shown = ", ".join(map(repr, rows[:10])) + (", ..." if len(rows) > 10 else "")
                 msg = (f"{len(rows)} numeric column(s) of {source} hold row numbers (each of "
                        f"{adata.n_obs} consecutive integers once), read as sample annotations, "

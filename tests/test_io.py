@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -227,6 +228,14 @@ def test_row_numbers_are_not_genes(tmp_path, expression):
     with pytest.warns(aio.AnnotationColumnWarning, match="'uci_row'"):
         assert "x17" in aio.read_data(small).var_names
     assert aio.looks_like_annotation("row_number")
+    # Genes given as ranks (every gene a permutation of 1..n) are not row numbers: they stay genes.
+    ranks = df[["sample", "label"]].copy()
+    for g in range(6):
+        ranks[f"R{g}"] = rng.permutation(np.arange(1, 31))
+    ranks.to_csv(path, index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", aio.AnnotationColumnWarning)
+        assert list(aio.read_data(path).var_names) == [f"R{g}" for g in range(6)]
 
 
 def test_column_choices_refused_outside_tables(tmp_path, adata_factory):
