@@ -507,8 +507,9 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         model, its first model (``"ard-start"``: the genes relevant to the classes together, at
         most ``max_init``, each at its own optimal precision) and, with ``ml_candidate``, the LOO
         model of a joint ML path; one candidate for all classes, chosen by the multi-class
-        held-out log-loss (no screened models: they rank genes per class). A much smaller signature at some cost in accuracy (README, "Shared
-        genes across classes"). Two-class fits are the same either way.
+        held-out log-loss (no screened models: they rank genes per class). A much smaller
+        signature at some cost in accuracy (README, "Shared genes across classes"). Two-class
+        fits are the same either way.
     variance_scale_min : float in [0, 1], default=0.5
         With ``criterion="cv"``, the smallest *variance scale* ``s`` the calibration may fit:
         the chosen model predicts ``Phi(T m / sqrt(1 + s v))``, ``v`` the posterior variance of
@@ -668,9 +669,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                  intercept_alpha=INTERCEPT_ALPHA, cv=5, cv_repeats=1,
                  screen_sizes=(1, 2, 5, 10, 20, 50, 100, 200), screen_alpha=3.0,
                  ml_candidate=True, multiclass="ovr", variance_scale_min=0.5, random_state=0,
-                 loo_prob_scale=50.0,
-                 damping=1.0, ep_tol=1e-5, ep_max_iter=200, constant_features="warn",
-                 max_samples=None, n_jobs=None):
+                 loo_prob_scale=50.0, damping=1.0, ep_tol=1e-5, ep_max_iter=200,
+                 constant_features="warn", max_samples=None, n_jobs=None):
         self.criterion = criterion
         self.cv = cv
         self.cv_repeats = cv_repeats
@@ -1025,11 +1025,11 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                                                                            strict=True)
                        for i in range(len(problems))]
         else:
-            tasks = [(self, k, classes[k], y_idx, design, allowed, tr, te)
-                     for tr, te, _ in folds for k in problems]
-            results = [(problems.index(task[1]), off, task[7], res) for task, off, res in zip(
-                tasks, [off for _, _, off in folds for _ in problems],
-                self._run_tasks(_fold_candidates, tasks, client), strict=True)]
+            keys = [(i, off, tr, te) for tr, te, off in folds for i in range(len(problems))]
+            tasks = [(self, problems[i], classes[problems[i]], y_idx, design, allowed, tr, te)
+                     for i, _, tr, te in keys]
+            results = [(i, off, te, res) for (i, off, _, te), res in zip(
+                keys, self._run_tasks(_fold_candidates, tasks, client), strict=True)]
         oof = [{name: np.zeros((2, reps * n)) for name in names} for _ in problems]
         fold_genes = [{name: [] for name in names} for _ in problems]
         for i, off, test, res in results:

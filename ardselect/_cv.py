@@ -21,10 +21,9 @@ probability ``Phi(z)``. Two calibration constants are fitted to them by maximum 
   undoing the overconfidence that selection on the training data leaves in the posterior; it never
   sharpens one (on separable data the held-out likelihood would push ``T`` to infinity);
 * the *variance scale* ``s`` in ``[S_MIN, 1]`` (``P = Phi(T m / sqrt(1 + s v))``; the estimator's
-  ``variance_scale_min``, ``S_MIN`` by default): how much of the
-  posterior variance of the latent the predictive counts. With far more genes than samples, most
-  of ``v`` at a new sample is prior variance along directions the training samples never
-  constrained, and the predictive is underconfident where the signal is strong (the Huntington
+  ``variance_scale_min``, ``S_MIN`` by default): how much of the posterior variance of the latent
+  the predictive counts. With far more genes than samples, most of ``v`` at a new sample is
+  prior variance along directions the training samples never constrained, and the predictive is underconfident where the signal is strong (the Huntington
   set: mean confidence 6 points below accuracy). ``s`` can only sharpen, and only by discounting
   ``v``: at most by half, so a prediction stays between the Bayesian predictive and a point
   estimate. The held-out folds ask for more (``s`` sits at ``S_MIN`` in most problems), but a
@@ -218,7 +217,8 @@ def choose_candidate(oof, t, s_min=S_MIN):
     ties are broken (the first wins). The choice compares the log-losses after the temperature
     alone (``cv_log_loss``); every candidate is then calibrated with ``(T, s)``
     (:func:`fit_calibration`, ``s`` at least ``s_min``), which it predicts with (``temperature``,
-    ``variance_scale``, ``cv_log_loss_final``). Returns the winner's name, its ``(T, s)`` and one record per candidate.
+    ``variance_scale``, ``cv_log_loss_final``). Returns the winner's name, its ``(T, s)`` and one
+    record per candidate.
     """
     rows = []
     best = None

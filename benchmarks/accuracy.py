@@ -57,7 +57,7 @@ DATASETS = {
     "pbmc68k_reduced": {"log": "none"},
 }
 
-#: The low-dimensional sets (a few to 39 features, far more samples than features), named with
+#: The low-dimensional sets (2 to 21 features, far more samples than features), named with
 #: ``--datasets``, or all of them with ``--datasets lowdim``; not run by default. Their features are
 #: standardised on the training part only (Raetsch's were standardised by him already; Pima's
 #: clinical measurements are on their own scales).
@@ -172,8 +172,8 @@ def table(results, predictions, reference="L1-logistic"):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default=",".join(DATASETS),
-                    help="comma-separated data sets (default: the expression sets); 'lowdim' "
-                    "adds the low-dimensional ones")
+                    help="comma-separated data sets (default: the expression sets); 'lowdim': the "
+                    "low-dimensional ones")
     ap.add_argument("--splits", type=int, default=50)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int, default=0)

@@ -167,11 +167,19 @@ def test_bad_input_is_refused(kwargs, exc, match):
         evaluate(X, y, {"fixed": FixedProba()}, **args)
 
 
-@pytest.mark.slow
-def test_accuracy_benchmark_runs_on_golub(shared_data):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import accuracy
+@pytest.fixture
+def accuracy():
+    """``benchmarks/accuracy.py`` as a module."""
+    bench = str(Path(__file__).resolve().parents[1] / "benchmarks")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    import accuracy as module
 
+    return module
+
+
+@pytest.mark.slow
+def test_accuracy_benchmark_runs_on_golub(shared_data, accuracy):
     methods = accuracy.methods()
     methods = {k: methods[k] for k in ("ARD-EP", "L1-logistic", "linear SVM")}
     res, pred = accuracy.run("golub_leukemia", methods, criteria={"ARD-EP": ["evidence"]},
@@ -186,10 +194,7 @@ def test_accuracy_benchmark_runs_on_golub(shared_data):
 
 
 @pytest.mark.slow
-def test_accuracy_benchmark_runs_the_shared_model_when_named(shared_data, tmp_path, capsys):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import accuracy
-
+def test_accuracy_benchmark_runs_the_shared_model_when_named(shared_data, accuracy, tmp_path, capsys):
     accuracy.main(["--datasets", "khan_srbct", "--splits", "2", "--jobs", "2", "--methods",
                    "ARD-EP shared,ARD-EP", "--out", str(tmp_path)])
     assert "| ARD-EP shared |" in capsys.readouterr().out
@@ -202,10 +207,7 @@ def test_accuracy_benchmark_runs_the_shared_model_when_named(shared_data, tmp_pa
         accuracy.main(["--datasets", "khan_srbct", "--methods", "ARD-EP joint"])
 
 
-def test_accuracy_benchmark_loads_the_low_dimensional_sets(shared_data):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import accuracy
-
+def test_accuracy_benchmark_loads_the_low_dimensional_sets(shared_data, accuracy):
     # The shapes and class counts the data sets' READMEs give (Raetsch: one realisation's rows).
     expected = {"pima_diabetes": ((532, 7), [355, 177]), "ripley_synth": ((1250, 2), [625, 625]),
                 "raetsch_breast_cancer": ((277, 9), [196, 81]),
@@ -226,10 +228,7 @@ def test_accuracy_benchmark_loads_the_low_dimensional_sets(shared_data):
 
 
 @pytest.mark.slow
-def test_accuracy_benchmark_runs_the_low_dimensional_sets(shared_data, tmp_path, capsys):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import accuracy
-
+def test_accuracy_benchmark_runs_the_low_dimensional_sets(shared_data, accuracy, tmp_path, capsys):
     accuracy.main(["--datasets", "pima_diabetes", "--splits", "4", "--jobs", "2", "--methods",
                    "ARD-EP,L1-logistic", "--out", str(tmp_path)])
     assert "| ARD-EP |" in capsys.readouterr().out
