@@ -7,26 +7,24 @@ import importlib.util
 import logging
 import os
 import re
-import shutil
-import stat
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 
 import typer
 
+from ._outputs import (  # noqa: F401  (the commands import these from here)
+    Transaction,
+    UsageError,
+    check_apart,
+    check_output,
+    is_stream,
+    signal_exit_code,
+    signals_raise,
+    written,
+)
+
 PROG = "ardselect"
-
-
-class UsageError(Exception):
-    """A bad combination of arguments found after parsing (exit code 2)."""
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def error_line(message: str) -> None:
@@ -111,9 +109,11 @@ def handle_errors():
     """Turn every expected failure into one line on stderr and an exit code, never a traceback.
 
     Exit codes: 1 for data, file and model errors (:class:`ardselect.ArdselectError`, OS errors);
-    2 for usage errors; 130 on Ctrl-C. Library warnings (e.g. a path that hit ``max_steps``) are
-    shown as one ``warning:`` line each and do not change the exit code. Set ``ARDSELECT_DEBUG=1``
-    to get tracebacks of unexpected errors.
+    2 for usage errors; 130 on Ctrl-C, 143 on SIGTERM (a scheduler's time limit, ``timeout``),
+    129 on SIGHUP: each interrupt removes the temporary outputs first (:func:`signals_raise`).
+    Library warnings (e.g. a path that hit ``max_steps``) are shown as one ``warning:`` line each
+    and do not change the exit code. Set ``ARDSELECT_DEBUG=1`` to get tracebacks of unexpected
+    errors.
     """
     from sklearn.utils._param_validation import InvalidParameterError
 
@@ -121,7 +121,7 @@ def handle_errors():
 
     debug = os.environ.get("ARDSELECT_DEBUG", "") not in ("", "0")
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        with signals_raise(), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
                 yield
@@ -135,9 +135,16 @@ def handle_errors():
     except InvalidParameterError as exc:  # an option's value out of a parameter's range
         error_line(_option_message(str(exc)))
         raise typer.Exit(2) from None
-    except KeyboardInterrupt:
-        error_line("interrupted; no output was written")
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt as exc:
+        code = signal_exit_code(exc)
+        how = "interrupted" if code == 130 else f"stopped by {exc}"
+        done = written()
+        if done:
+            error_line(f"{how} after its outputs were written (complete): "
+                       f"{', '.join(map(str, done))}")
+        else:
+            error_line(f"{how}; no output was written")
+        raise typer.Exit(code) from None
     except ardselect.ArdselectError as exc:
         error_line(str(exc))
         raise typer.Exit(1) from None
@@ -172,135 +179,6 @@ def check_input(path: Path) -> Path:
         msg = f"{path} is not readable"
         raise ardselect.FileFormatError(msg)
     return path
-
-
-def is_stream(path: Path) -> bool:
-    """True for ``-`` and for outputs written through, never replaced (``/dev/null``, a pipe).
-
-    Also ``/dev/stdout``, ``/dev/fd/N`` and terminals. ``/dev/stdout`` is a symlink into ``/proc/<pid>/fd``, whose target may be a regular file (the
-    shell's redirection); it is still a stream, written in place.
-    """
-    if str(path) == "-":
-        return True
-    path = Path(os.path.abspath(path))
-    if path.is_symlink() and os.readlink(path).startswith("/proc/"):
-        return True
-    if os.path.realpath(path.parent).startswith("/proc/"):
-        return True
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
-
-
-def _kind_of(path: Path) -> str:
-    mode = os.stat(path).st_mode
-    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISDIR, "a folder"), (stat.S_ISREG, "a file")):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
-def check_output(path: Path, *, overwrite: bool, kind: str = "output", folder: bool = False) -> Path:
-    """Refuse an existing output without ``--overwrite``, and any output that cannot be replaced.
-
-    Usage errors (exit 2). An output is written to a temporary sibling and renamed into place, so
-    an existing path must be of the kind written: a folder for ``folder=True``, else a regular
-    file. A device such as ``/dev/null`` or a pipe is refused here, never replaced; commands that
-    can stream (``predict -o``) check :func:`is_stream` first.
-    """
-    path = Path(path)
-    if path.exists() or path.is_symlink():
-        if not path.exists():
-            msg = f"{kind} {path} is a broken symbolic link; remove it or give another name"
-            raise UsageError(msg)
-        actual = _kind_of(path)
-        wanted = "a folder" if folder else "a file"
-        if actual != wanted or (folder and path.is_symlink()):
-            what = "a symbolic link" if folder and path.is_symlink() else actual
-            msg = f"{kind} {path} exists and is {what}, not {wanted} that can be replaced"
-            raise UsageError(msg)
-        if not overwrite:
-            msg = f"{kind} {path} already exists; use --overwrite to replace it"
-            raise UsageError(msg)
-    return path
-
-
-class Transaction:
-    """Outputs written to temporary siblings and renamed into place together at the end.
-
-    ``directory(path)`` and ``file(path)`` hand out temporary paths beside the final ones;
-    ``commit()`` renames them (an existing directory is replaced only after the new one is
-    complete). Leaving the ``with`` block by an exception (``KeyboardInterrupt`` included) deletes
-    every temporary path, so a failed or interrupted run leaves no partial output.
-    """
-
-    def __init__(self):
-        self._items: list[tuple[Path, Path, bool]] = []
-        self._mode_dir = 0o777 & ~_umask()
-        self._mode_file = 0o666 & ~_umask()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is not None:
-            self.cleanup()
-        return False
-
-    def directory(self, final: Path) -> Path:
-        final = Path(final)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
-        os.chmod(tmp, self._mode_dir)
-        self._items.append((tmp, final, True))
-        return tmp
-
-    def file(self, final: Path) -> Path:
-        final = Path(final)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(
-            prefix=f".{final.stem}.", suffix=f".tmp{final.suffix}", dir=final.parent
-        )
-        os.close(fd)
-        os.unlink(name)  # writers create it; only the unique name is needed
-        tmp = Path(name)
-        self._items.append((tmp, final, False))
-        return tmp
-
-    def commit(self) -> None:
-        for tmp, final, is_dir in self._items:
-            if is_dir:
-                for child in tmp.rglob("*"):
-                    if child.is_file():
-                        os.chmod(child, self._mode_file)
-                if final.exists() and final.is_dir() and not final.is_symlink():
-                    old = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".old",
-                                                dir=final.parent))
-                    os.rename(final, old / "x")
-                    os.rename(tmp, final)
-                    shutil.rmtree(old, ignore_errors=True)
-                else:
-                    if final.exists() or final.is_symlink():
-                        final.unlink()
-                    os.rename(tmp, final)
-            else:
-                if tmp.exists():
-                    os.chmod(tmp, self._mode_file)
-                    os.replace(tmp, final)
-        self._items = []
-
-    def cleanup(self) -> None:
-        for tmp, _, is_dir in self._items:
-            if is_dir:
-                shutil.rmtree(tmp, ignore_errors=True)
-            else:
-                with contextlib.suppress(FileNotFoundError):
-                    tmp.unlink()
-        self._items = []
 
 
 class PathProgress(logging.Handler):

@@ -36,6 +36,12 @@ from ._options import (
 )
 from ._util import Transaction, UsageError, check_output, handle_errors
 
+#: Everything ``evaluate -o`` may write in its folder: an existing folder holding anything else is
+#: not replaced.
+EVALUATE_FOLDER = ("splits.tsv", "summary.tsv", "predictions.tsv", "selection.tsv",
+                   "stability.tsv", "leave_group_out.tsv", "leave_group_out_predictions.tsv",
+                   "calibration.tsv", "calibration.png")
+
 
 def evaluate(
     data: DataArg,
@@ -149,7 +155,8 @@ def evaluate(
             raise UsageError(msg)
         if out is not None:
             ardselect.pl.require_matplotlib()  # calibration.png, before the partitions run
-            check_output(out, overwrite=overwrite, kind="output folder", folder=True)
+            check_output(out, overwrite=overwrite, kind="output folder", folder=True,
+                         inputs=(data, labels), ours=EVALUATE_FOLDER)
         check_source_options(data, layer, use_raw)
         adata = read_input(data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels,
                            layer=layer, gene_columns=gene_columns, drop=drop)

@@ -35,10 +35,20 @@ from ._options import (
     class_counts,
     read_input,
 )
-from ._util import Transaction, UsageError, check_output, handle_errors, path_progress
+from ._util import (
+    Transaction,
+    UsageError,
+    check_apart,
+    check_output,
+    handle_errors,
+    path_progress,
+)
 
 FIT_OUTPUTS = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "weights.png", "certainty.png",
                "model.json")
+#: Everything ``fit`` may write in its folder (``rnk/`` with more than two classes): an existing
+#: folder holding anything else is not replaced.
+FIT_FOLDER = (*FIT_OUTPUTS, "genes.rnk", "rnk", "rnk/*.rnk")
 
 def fit(
     data: DataArg,
@@ -154,9 +164,12 @@ def fit(
             msg = f"--write-h5ad needs a .h5ad file name, got {write_h5ad.name}"
             raise UsageError(msg)
         ardselect.pl.require_matplotlib()  # before the fit, not after it
-        check_output(out, overwrite=overwrite, kind="output folder", folder=True)
+        inputs = (data, labels)
+        check_output(out, overwrite=overwrite, kind="output folder", folder=True, inputs=inputs,
+                     ours=FIT_FOLDER)
         if write_h5ad is not None:
-            check_output(write_h5ad, overwrite=overwrite, kind="file")
+            check_apart(out, write_h5ad, folder_option="--out", file_option="--write-h5ad")
+            check_output(write_h5ad, overwrite=overwrite, kind="file", inputs=inputs)
         check_source_options(data, layer, use_raw)
         adata = read_input(data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels,
                            gene_columns=gene_columns, drop=drop, lazy=lazy)

@@ -79,7 +79,7 @@ def predict(
         to_stdout = str(out) == "-"
         stream = is_stream(out)
         if not stream:
-            check_output(out, overwrite=overwrite, kind="file")
+            check_output(out, overwrite=overwrite, kind="file", inputs=(model, data, labels))
         check_input(model)
         portable = ardselect.model.load_model(model)
         space = portable.input_space

@@ -221,15 +221,55 @@ def test_predict_missing_genes(fitted, data, tmp_path):
 def test_overwrite(fitted, data, tmp_path):
     out = tmp_path / "res"
     out.mkdir()
-    (out / "old.txt").write_text("old")
+    (out / "genes.tsv").write_text("old")
+    (out / "rnk").mkdir()
+    (out / "rnk" / "a.rnk").write_text("old")
     result = run("fit", data / "train.csv", "--out", out, "--quiet")
     assert_one_line_error(result, 2, r"output folder .*res already exists; use --overwrite")
-    assert (out / "old.txt").exists()
+    assert (out / "genes.tsv").read_text() == "old"
     result = run("fit", data / "train.csv", "--out", out, "--quiet", "--overwrite")
     assert result.exit_code == 0, result.stderr
     assert sorted(p.name for p in out.iterdir()) == sorted(FILES)
     assert no_temporaries(tmp_path)
     assert (out / "genes.tsv").read_bytes() == (fitted[1] / "genes.tsv").read_bytes()
+
+
+def test_overwrite_never_replaces_the_input_or_files_it_did_not_write(data, tmp_path,
+                                                                       monkeypatch):
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    shutil.copy(data / "train.csv", proj / "data.csv")
+    (proj / "notes.txt").write_text("mine")
+    before = sorted(p.name for p in proj.iterdir())
+    result = run("fit", proj / "data.csv", "--out", proj, "--overwrite", "-q")
+    assert_one_line_error(result, 2, r"output folder .*proj holds the input .*data\.csv; it is "
+                                     r"replaced as a whole, so give a new folder")
+    monkeypatch.chdir(proj)
+    result = run("fit", "data.csv", "--out", ".", "--overwrite", "-q")
+    assert_one_line_error(result, 2, r"output folder \. holds the input data\.csv")
+    (proj / "res").mkdir()
+    (proj / "res" / "notes.txt").write_text("mine")
+    result = run("evaluate", "data.csv", "-o", "res", "--overwrite", "--splits", "1", "-q")
+    assert_one_line_error(result, 2, r"output folder res holds files ardselect did not write "
+                                     r"\(notes\.txt\)")
+    result = run("predict", "res/notes.txt", "data.csv", "-o", "data.csv", "--overwrite")
+    assert_one_line_error(result, 2, r"file data\.csv is the input data\.csv itself")
+    assert sorted(p.name for p in proj.iterdir()) == [*before, "res"]
+    assert (proj / "res" / "notes.txt").read_text() == "mine"
+    assert (proj / "data.csv").read_bytes() == (data / "train.csv").read_bytes()
+
+
+@pytest.mark.parametrize(("out", "h5ad", "pattern"), [
+    ("res", "res/annot.h5ad", r"--write-h5ad res/annot\.h5ad is inside the output folder res"),
+    ("same.h5ad", "same.h5ad", r"--write-h5ad same\.h5ad and --out same\.h5ad are the same"),
+    ("res", "data.h5ad", r"file data\.h5ad is the input data\.h5ad itself"),
+])
+def test_write_h5ad_never_collides(adata_factory, tmp_path, monkeypatch, out, h5ad, pattern):
+    monkeypatch.chdir(tmp_path)
+    adata_factory(n_samples=12, n_genes=4).write_h5ad("data.h5ad")
+    result = run("fit", "data.h5ad", "--out", out, "--write-h5ad", h5ad, "--overwrite", "-q")
+    assert_one_line_error(result, 2, pattern)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.h5ad"]
 
 
 # ------------------------------------------------------------------------------ multi-class, inputs
@@ -427,11 +467,12 @@ def test_interrupt_leaves_no_partial_output(data, tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
     # With --overwrite, an interrupted run keeps the previous results intact.
     out.mkdir()
-    (out / "keep.txt").write_text("previous")
+    (out / "genes.tsv").write_text("previous")
     result = run("fit", data / "train.csv", "-o", out, "--overwrite")
     assert result.exit_code == 130
     assert [p.name for p in tmp_path.iterdir()] == ["r"]
-    assert (out / "keep.txt").read_text() == "previous"
+    assert [p.name for p in out.iterdir()] == ["genes.tsv"]
+    assert (out / "genes.tsv").read_text() == "previous"
 
 
 def test_fit_without_matplotlib_asks_for_the_plot_extra(data, tmp_path, monkeypatch):
