@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 import pandas as pd
@@ -29,7 +30,7 @@ from .io import atomic_write, require_file
 from .preprocessing import Preprocessor
 
 __all__ = ["MODEL_FORMAT", "MODEL_FORMAT_VERSION", "DataScaleWarning", "PortableModel", "Posterior",
-           "load_model"]
+           "check_model_data", "load_model"]
 
 MODEL_FORMAT = "ardselect-model"
 #: Version 2 added each problem's ``variance_scale``. A reader of version 1 would ignore it and
@@ -77,16 +78,194 @@ def _check_scale(Z, preprocessing) -> None:
     warnings.warn(msg, DataScaleWarning, stacklevel=4)
 
 
-def _unit_interval(values, what: str) -> np.ndarray:
-    """``values`` as floats in ``(0, 1]``, or a :class:`ModelError` naming ``what``."""
-    try:
-        values = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        values = np.array([np.nan])
-    if not np.all((values > 0) & (values <= 1)):
-        msg = f"model {what} must be numbers in (0, 1]; the model file is corrupted"
+def _unit_interval(values, what: str, fields: Sequence[str]) -> np.ndarray:
+    """``values`` as floats in ``(0, 1]``, or a :class:`ModelError` naming ``what`` and the field."""
+    for value, field in zip(values, fields, strict=True):
+        if not (_is_number(value) and 0 < value <= 1):
+            msg = (f"model {what} must be numbers in (0, 1]; {field} is {_brief(value)}; "
+                   f"{_CORRUPTED}")
+            raise ModelError(msg)
+    return np.asarray(values, dtype=np.float64)
+
+
+# ---------------------------------------------------------------------------------------------
+# The schema of a model file: every field a prediction reads is checked when the model is built
+# ---------------------------------------------------------------------------------------------
+
+_CORRUPTED = "the model file is corrupted or was edited"
+#: Largest magnitude of a number in a model. A fit on standardised genes gives weights, variances
+#: and preprocessing values many orders of magnitude below; beyond it, products such as the
+#: predictive variance ``x' cov x`` could overflow to infinity.
+_MAX_ABS = 1e100
+_LOGS = ("none", "log2", "log10", "ln")
+
+
+def _brief(value) -> str:
+    """A short rendering of a JSON value for a message."""
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _refuse(field: str, what: str, value=None, *, shown: bool = True) -> NoReturn:
+    """Raise the :class:`ModelError` of a field that is not ``what``."""
+    got = f", got {_brief(value)}" if shown else ""
+    msg = f"model field {field} must be {what}{got}; {_CORRUPTED}"
+    raise ModelError(msg)
+
+
+def _is_number(value) -> bool:
+    """A finite JSON number of sensible size (``true`` / ``false`` are not numbers)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and abs(value) <= _MAX_ABS)  # NaN fails the comparison, inf exceeds it
+
+
+def _number(value, field: str, *, low=None, positive=False):
+    if not _is_number(value) or (low is not None and value < low) or (positive and value <= 0):
+        what = ("a positive number" if positive else
+                f"a number >= {low:g}" if low is not None else "a finite number")
+        _refuse(field, what, value)
+    return float(value)
+
+
+def _numbers(value, field: str, n: int, what: str = "finite numbers") -> np.ndarray:
+    """A list of ``n`` finite numbers."""
+    if not isinstance(value, list) or len(value) != n:
+        size = f"{len(value)} entries" if isinstance(value, list) else _brief(value)
+        msg = f"model field {field} must be a list of {n} {what}, got {size}; {_CORRUPTED}"
         raise ModelError(msg)
-    return values
+    bad = next((k for k, v in enumerate(value) if not _is_number(v)), None)
+    if bad is not None:
+        _refuse(f"{field}[{bad}]", "a finite number", value[bad])
+    return np.asarray(value, dtype=np.float64)
+
+
+def _optional(data: Mapping, key: str, kind: type, what: str):
+    """``data[key]``: absent, null, or of type ``kind`` (never ``true`` / ``false``)."""
+    value = data.get(key)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
+        _refuse(key, what, value)
+    return value
+
+
+def _check_preprocessing(pre, n_features: int) -> None:
+    if not isinstance(pre, Mapping):
+        _refuse("preprocessing", "an object", pre)
+    for key in ("floor", "cap"):
+        if pre.get(key) is not None:
+            _number(pre[key], f"preprocessing.{key}")
+    if pre.get("floor") is not None and pre.get("cap") is not None and pre["floor"] >= pre["cap"]:
+        _refuse("preprocessing.floor", "below preprocessing.cap", pre["floor"])
+    if pre.get("log") not in _LOGS:
+        _refuse("preprocessing.log", f"one of {', '.join(_LOGS)}", pre.get("log"))
+    if "log_requested" in pre and pre["log_requested"] not in ("auto", *_LOGS):
+        _refuse("preprocessing.log_requested", f"one of auto, {', '.join(_LOGS)}",
+                pre["log_requested"])
+    _number(pre.get("pseudocount"), "preprocessing.pseudocount", low=0)
+    if "standardize" in pre and not isinstance(pre["standardize"], bool):
+        _refuse("preprocessing.standardize", "true or false", pre["standardize"])
+    _numbers(pre.get("center"), "preprocessing.center", n_features, "finite numbers (one per gene)")
+    scale = _numbers(pre.get("scale"), "preprocessing.scale", n_features,
+                     "positive numbers (one per gene)")
+    if np.any(scale <= 0):
+        k = int(np.flatnonzero(scale <= 0)[0])
+        _refuse(f"preprocessing.scale[{k}]", "a positive number", pre["scale"][k])
+    if "mean" in pre:
+        _numbers(pre["mean"], "preprocessing.mean", n_features, "finite numbers (one per gene)")
+
+
+def _check_problem(k: int, prob, n_features: int, positive) -> None:
+    """Problem ``k``'s fields: an index into the genes, a mean and a covariance that match it."""
+    field = f"problems[{k}]"
+    if not isinstance(prob, Mapping):
+        _refuse(field, "an object", prob)
+    index = prob.get("index")
+    if not isinstance(index, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in index):
+        msg = (f"model problem {k} is malformed: {field}.index must be a list of integers, got "
+               f"{_brief(index)}; {_CORRUPTED}")
+        raise ModelError(msg)
+    if any(i < -1 or i >= n_features for i in index):
+        msg = (f"model problem {k} indexes genes outside its {n_features} features "
+               f"({field}.index); {_CORRUPTED}")
+        raise ModelError(msg)
+    if len(set(index)) != len(index):
+        _refuse(f"{field}.index", "a list of distinct integers", index)
+    d = len(index)
+    mean, cov = prob.get("mean"), prob.get("cov")
+    if not isinstance(mean, list) or len(mean) != d:
+        msg = (f"model problem {k} is malformed: {d} indices but {field}.mean holds "
+               f"{len(mean) if isinstance(mean, list) else _brief(mean)}; {_CORRUPTED}")
+        raise ModelError(msg)
+    _numbers(mean, f"{field}.mean", d)
+    if not isinstance(cov, list) or len(cov) != d or not all(
+            isinstance(row, list) and len(row) == d for row in cov):
+        msg = (f"model problem {k} is malformed: {d} indices but {field}.cov is not a {d} x {d} "
+               f"matrix; {_CORRUPTED}")
+        raise ModelError(msg)
+    for r, row in enumerate(cov):
+        _numbers(row, f"{field}.cov[{r}]", d)
+    if "positive" in prob and prob["positive"] != positive:
+        _refuse(f"{field}.positive", f"the class {_brief(positive)}", prob["positive"])
+
+
+def check_model_data(data: Mapping) -> None:
+    """Check a model's fields against the schema of the model file; one :class:`ModelError` if not.
+
+    Every field a prediction reads is checked for its type, size and range (finite numbers,
+    positive scales, a known log, one problem per class, covariances as square as their index),
+    so a corrupted or edited file is refused naming its first bad field instead of predicting
+    garbage. Unknown fields are ignored. A ``format_version`` newer than this ardselect reads is
+    refused, not read.
+    """
+    if data.get("format") != MODEL_FORMAT:
+        msg = "not an ardselect model (missing or wrong 'format' field)"
+        raise ModelError(msg)
+    version = data.get("format_version")
+    if version not in _READABLE_VERSIONS or isinstance(version, bool):
+        newer = _is_number(version) and version > max(_READABLE_VERSIONS)
+        msg = (
+            f"model format version {version!r} is not supported by ardselect {__version__} "
+            f"(which reads versions {', '.join(map(str, _READABLE_VERSIONS))})"
+            + ("; it was written by a newer ardselect: upgrade ardselect to read it" if newer
+               else f"; {_CORRUPTED}")
+        )
+        raise ModelError(msg)
+    features = data.get("features")
+    if not isinstance(features, list) or not all(isinstance(f, str) and f for f in features):
+        _refuse("features", "a list of gene names", features)
+    if len(set(features)) != len(features):
+        dup = next(f for f in features if features.count(f) > 1)
+        _refuse("features", f"a list of distinct gene names (twice: {dup!r})", shown=False)
+    classes = data.get("classes")
+    if not isinstance(classes, list) or len(classes) < 2 or not all(
+            isinstance(c, (str, bool)) or _is_number(c) for c in classes):
+        _refuse("classes", "a list of at least two class names", classes)
+    if len({str(c) for c in classes}) != len(classes):
+        _refuse("classes", "a list of distinct class names", classes)
+    problems = data.get("problems")
+    n_problems = 1 if len(classes) == 2 else len(classes)
+    if not isinstance(problems, list) or len(problems) != n_problems:
+        what = f"a list of {n_problems} problem(s) (one per class beyond the first of two)"
+        got = f"{len(problems)} problem(s)" if isinstance(problems, list) else _brief(problems)
+        msg = f"model field problems must be {what}, got {got}; {_CORRUPTED}"
+        raise ModelError(msg)
+    positives = [classes[1]] if len(classes) == 2 else classes
+    for k, (prob, positive) in enumerate(zip(problems, positives, strict=True)):
+        _check_problem(k, prob, len(features), positive)
+    _check_preprocessing(data.get("preprocessing"), len(features))
+    space = data.get("input")
+    if space is not None:
+        if not isinstance(space, Mapping):
+            _refuse("input", "an object", space)
+        layer = space.get("layer")
+        if layer is not None and not (isinstance(layer, str) and layer):
+            _refuse("input.layer", "a layer name or null", layer)
+        if not isinstance(space.get("use_raw", False), bool):
+            _refuse("input.use_raw", "true or false", space.get("use_raw"))
+    _optional(data, "label_key", str, "a column name or null")
+    trained = _optional(data, "n_features_trained", int, "an integer")
+    if trained is not None and trained < len(features):
+        _refuse("n_features_trained", f"at least the {len(features)} genes of the model", trained)
 
 
 @dataclass
@@ -175,63 +354,49 @@ class PortableModel:
     """
 
     def __init__(self, data: Mapping):
+        if not isinstance(data, Mapping):
+            msg = f"not an ardselect model (a mapping of fields expected, got {type(data).__name__})"
+            raise ModelError(msg)
         self.data = dict(data)
-        if self.data.get("format") != MODEL_FORMAT:
-            msg = "not an ardselect model (missing or wrong 'format' field)"
-            raise ModelError(msg)
-        version = self.data.get("format_version")
-        if version not in _READABLE_VERSIONS:
-            msg = (
-                f"model format version {version!r} is not supported by ardselect {__version__} "
-                f"(which reads versions {', '.join(map(str, _READABLE_VERSIONS))})"
-            )
-            raise ModelError(msg)
-        try:
-            self.features = [str(f) for f in self.data["features"]]
-            self.classes = list(self.data["classes"])
-            self.problems = list(self.data["problems"])
-            self.preprocessing = dict(self.data["preprocessing"])
-        except (KeyError, TypeError) as exc:
-            msg = f"model is missing the field {exc}"
-            raise ModelError(msg) from None
+        check_model_data(self.data)
+        self.features = list(self.data["features"])
+        self.classes = list(self.data["classes"])
+        self.problems = list(self.data["problems"])
+        self.preprocessing = dict(self.data["preprocessing"])
         self._posteriors = [self._posterior(k, prob) for k, prob in enumerate(self.problems)]
+        n = len(self.problems)
         temps = self._per_problem("temperature")
         temps.append(self.data.get("combine_temperature", 1.0))
-        temps = _unit_interval(temps, "temperatures")
+        temps = _unit_interval(temps, "temperatures",
+                               [*(f"problems[{k}].temperature" for k in range(n)),
+                                "combine_temperature"])
         self._temperature = temps[:-1]
         self._combine_temperature = float(temps[-1])
-        self._variance_scale = _unit_interval(self._per_problem("variance_scale"), "variance scales")
+        self._variance_scale = _unit_interval(self._per_problem("variance_scale"),
+                                              "variance scales",
+                                              [f"problems[{k}].variance_scale" for k in range(n)])
 
     def _per_problem(self, key):
         """Each problem's calibration value ``key`` (1 where a file predates it)."""
         return [prob.get(key, 1.0) if isinstance(prob, Mapping) else 1.0 for prob in self.problems]
 
     def _posterior(self, k: int, prob) -> Posterior:
-        """Problem ``k`` as a :class:`Posterior`, refusing shapes or covariances no fit can produce."""
-        try:
-            index = np.asarray(prob["index"], dtype=int)
-            mean = np.asarray(prob["mean"], dtype=np.float64)
-            cov = np.asarray(prob["cov"], dtype=np.float64)
-        except (KeyError, TypeError, ValueError) as exc:
-            msg = f"model problem {k} is malformed: {exc}"
-            raise ModelError(msg) from None
+        """Problem ``k`` as a :class:`Posterior`, refusing covariances no fit can produce.
+
+        Its fields' types and shapes were checked by :func:`check_model_data`.
+        """
+        index = np.asarray(prob["index"], dtype=int)
+        mean = np.asarray(prob["mean"], dtype=np.float64)
         d = index.size
-        if index.ndim != 1 or mean.shape != (d,) or cov.size != d * d:
-            msg = (f"model problem {k} is malformed: {d} indices, mean of shape {mean.shape}, "
-                   f"covariance with {cov.size} entries")
-            raise ModelError(msg)
-        if np.any((index < -1) | (index >= len(self.features))):
-            msg = f"model problem {k} indexes genes outside its {len(self.features)} features"
-            raise ModelError(msg)
-        cov = cov.reshape(d, d)
+        cov = np.asarray(prob["cov"], dtype=np.float64).reshape(d, d)
         if d:
             # A fitted covariance is symmetric positive semi-definite up to rounding; anything
             # else would give negative predictive variances, so it is refused, not clipped.
             eig = np.linalg.eigvalsh(0.5 * (cov + cov.T))
             tol = 1e-9 * max(1.0, float(np.abs(eig).max()))
             if not (np.allclose(cov, cov.T, rtol=1e-9, atol=tol) and eig[0] >= -tol):
-                msg = (f"model problem {k} has a covariance that is not symmetric positive "
-                       "semi-definite; the model file is corrupted")
+                msg = (f"model problem {k} has a covariance (problems[{k}].cov) that is not "
+                       f"symmetric positive semi-definite; {_CORRUPTED}")
                 raise ModelError(msg)
         return Posterior(index, mean, cov, prob.get("positive"))
 
@@ -366,8 +531,18 @@ class PortableModel:
         mean = np.column_stack([m for m, _ in moments])  # (n, k)
         var = np.column_stack([v for _, v in moments])  # (n, k)
         # what ARDClassifier.predict_log_proba runs
-        return probit_log_proba(mean, var, self._temperature, self._combine_temperature,
-                                self._variance_scale)
+        log_proba = probit_log_proba(mean, var, self._temperature, self._combine_temperature,
+                                     self._variance_scale)
+        bad = ~(np.isfinite(mean).all(axis=1) & np.isfinite(var).all(axis=1)
+                & ~np.isnan(log_proba).any(axis=1))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            msg = (f"the model gives no finite probability for {int(bad.sum())} sample(s), first "
+                   f"{_sample_name(data, i)}: their values, after the model's preprocessing, are "
+                   "too large for it; check that the data are the kind of values the model was "
+                   "fitted on")
+            raise ModelError(msg)
+        return log_proba
 
     def _labelled(self, values: np.ndarray, data):
         """A DataFrame (sample index, one column per class) for AnnData or DataFrame input."""
@@ -410,15 +585,31 @@ class PortableModel:
         return np.asarray(self.classes, dtype=object)[np.argmax(proba, axis=1)]
 
 
+def _sample_name(data, i: int) -> str:
+    """Sample ``i`` of ``data`` by name (AnnData, DataFrame) or row number (array)."""
+    if hasattr(data, "obs_names") and hasattr(data, "X"):
+        return f"sample {str(data.obs_names[i])!r}"
+    if isinstance(data, pd.DataFrame):
+        return f"sample {str(data.index[i])!r}"
+    return f"row {i}"
+
+
 def load_model(path) -> PortableModel:
     """Read a ``model.json`` written by ``ardselect fit`` or :meth:`PortableModel.save`."""
     path = require_file(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except RecursionError:
+        msg = f"{path.name} is not a JSON model file: its values are nested too deeply"
+        raise FileFormatError(msg) from None
+    except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError, an integer too long
         msg = f"{path.name} is not a JSON model file: {exc}"
         raise FileFormatError(msg) from None
     if not isinstance(data, dict):
         msg = f"{path.name} is not an ardselect model (JSON object expected)"
         raise FileFormatError(msg)
-    return PortableModel(data)
+    try:
+        return PortableModel(data)
+    except ModelError as exc:
+        msg = f"{path.name}: {exc}"
+        raise ModelError(msg) from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import anndata as ad
 import numpy as np
@@ -10,7 +11,7 @@ import pandas as pd
 import pytest
 
 from ardselect import FileFormatError, ModelError
-from ardselect.model import PortableModel, load_model
+from ardselect.model import DataScaleWarning, PortableModel, load_model
 from ardselect.preprocessing import Preprocessor
 
 # ------------------------------------------------------------------------------ portable model
@@ -129,6 +130,117 @@ def test_corrupted_model_is_refused():
     data["problems"][0]["cov"] = [[0.3, 0.0], [0.0, 0.2]]
     with pytest.raises(ModelError, match="outside its 1 features"):
         PortableModel(data)
+
+
+def _edited(edit, n_classes=2):
+    """The toy model's JSON text after ``edit(data)`` (a hand edit of model.json)."""
+    model, _, _ = _toy_model(n_classes)
+    data = json.loads(model.to_json())
+    edit(data)
+    return json.dumps(data)
+
+
+def _set(path, value):
+    def edit(data):
+        *parents, last = path
+        for key in parents:
+            data = data[key]
+        if value is _DELETE:
+            del data[last]
+        else:
+            data[last] = value
+
+    return edit
+
+
+_DELETE = object()
+
+
+@pytest.mark.parametrize(("edit", "pattern"), [
+    (_set(["problems", 0, "mean", 0], float("nan")),
+     r"field problems\[0\]\.mean\[0\] must be a finite number, got NaN"),
+    (_set(["preprocessing", "scale", 0], 0),
+     r"field preprocessing\.scale\[0\] must be a positive number, got 0"),
+    (_set(["preprocessing", "center"], _DELETE),
+     r"field preprocessing\.center must be a list of 1 finite numbers \(one per gene\), got null"),
+    (_set(["preprocessing", "center"], []),
+     r"field preprocessing\.center must be a list of 1 .*, got 0 entries"),
+    (_set(["preprocessing", "log"], "log7"),
+     r"field preprocessing\.log must be one of none, log2, log10, ln, got \"log7\""),
+    (_set(["preprocessing", "floor"], "abc"),
+     r"field preprocessing\.floor must be a finite number, got \"abc\""),
+    (_set(["preprocessing", "pseudocount"], None),
+     r"field preprocessing\.pseudocount must be a number >= 0, got null"),
+    (_set(["preprocessing", "standardize"], "yes"), r"field preprocessing\.standardize"),
+    (_set(["classes"], ["n"]), r"field classes must be a list of at least two class names"),
+    (_set(["classes"], ["n", "n"]), r"field classes must be a list of distinct class names"),
+    (_set(["problems"], []), r"field problems must be a list of 1 problem\(s\) .*, got 0"),
+    (_set(["problems", 0, "cov", 0, 0], 1e308),
+     r"field problems\[0\]\.cov\[0\]\[0\] must be a finite number, got 1e\+308"),
+    (_set(["problems", 0, "cov", 1], [0.05]), r"problem 0 is malformed: 2 indices but "
+                                              r"problems\[0\]\.cov is not a 2 x 2 matrix"),
+    (_set(["problems", 0, "index"], [0, True]), r"problems\[0\]\.index must be a list of "
+                                                r"integers"),
+    (_set(["problems", 0, "index"], [0, 0]), r"problems\[0\]\.index must be a list of distinct"),
+    (_set(["problems", 0, "positive"], "n"), r"field problems\[0\]\.positive must be the class "
+                                             r"\"p\", got \"n\""),
+    (_set(["problems", 0, "temperature"], value=True), r"temperatures must be numbers in \(0, 1\]; "
+                                                 r"problems\[0\]\.temperature is true"),
+    (_set(["features"], ["a", 3]), r"field features must be a list of gene names"),
+    (_set(["features"], []), r"problem 0 indexes genes outside its 0 features"),
+    (_set(["input"], {"layer": 5}), r"field input\.layer must be a layer name or null, got 5"),
+    (_set(["input"], {"use_raw": "no"}), r"field input\.use_raw must be true or false"),
+    (_set(["n_features_trained"], 0), r"n_features_trained must be at least the 1 genes"),
+    (_set(["format_version"], value=True), r"format version True is not supported"),
+])
+def test_edited_model_file_is_refused_naming_the_field(tmp_path, edit, pattern):
+    # A corrupted or hand-edited model.json once predicted garbage (NaN weights, a zero scale:
+    # every sample the first class) or failed with an internal error.
+    path = tmp_path / "model.json"
+    path.write_text(_edited(edit))
+    with pytest.raises(ModelError, match=r"^model\.json: model .*" + pattern) as info:
+        load_model(path)
+    assert "\n" not in str(info.value)
+    assert str(info.value).endswith("the model file is corrupted or was edited")
+
+
+def test_model_from_a_newer_ardselect_is_refused(tmp_path):
+    path = tmp_path / "model.json"
+    path.write_text(_edited(_set(["format_version"], 3)))
+    with pytest.raises(ModelError, match=r"format version 3 is not supported by ardselect .* "
+                                         r"it was written by a newer ardselect: upgrade"):
+        load_model(path)
+
+
+@pytest.mark.parametrize(("text", "pattern"), [
+    ("[" * 100_000 + "]" * 100_000, "not a JSON model file: its values are nested too deeply"),
+    ('{"format": 1' + "0" * 5000 + "}", "not a JSON model file: Exceeds the limit"),
+    (b"\xff\xfe{}", "not a JSON model file"),
+])
+def test_unreadable_model_file_is_refused(tmp_path, text, pattern):
+    path = tmp_path / "model.json"
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    with pytest.raises(FileFormatError, match=pattern):
+        load_model(path)
+
+
+def test_unedited_models_of_every_shape_pass_the_schema():
+    for n_classes in (2, 3):
+        model, _, _ = _toy_model(n_classes)
+        PortableModel(json.loads(model.to_json()))
+
+
+def test_predictions_that_overflow_are_refused_naming_the_sample():
+    model, _, _ = _toy_model()
+    frame = pd.DataFrame({"a": [1.0, 1e300]}, index=["s1", "s2"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataScaleWarning)  # (it says so too; not the point here)
+        with pytest.raises(ModelError, match=r"no finite probability for 1 sample\(s\), first "
+                                             r"sample 's2'"):
+            model.predict_proba(frame)
 
 
 def test_portable_model_carries_the_temperatures():
