@@ -163,6 +163,8 @@ ANNOTATION_WORDS = frozenset({
     "percent", "frac", "fraction", "mito", "ribo", "umi", "umis", "genes", "size", "factor",
     "phase", "type", "tissue", "site", "center", "centre", "date", "target", "diagnosis",
     "row", "rows", "number",
+    # ... and gene annotations beside the samples of a genes-in-rows table
+    "chromosome", "chrom", "chr", "cytoband", "strand", "locus",
 })
 
 #: A numeric column holding each of ``n`` consecutive integers exactly once, over at least this
@@ -578,14 +580,18 @@ def _is_numeric(series: pd.Series) -> bool:
 _DECIMAL_COMMA = r"^[-+]?\d*,\d+(?:[eE][-+]?\d+)?$"
 
 
-def _check_text_numbers(df: pd.DataFrame, path: Path, skip=()) -> None:
+def _check_text_numbers(df: pd.DataFrame, path: Path, skip=(), *, row_names=None,
+                        genes_in_rows: bool = False) -> None:
     """Refuse text columns that hold numbers: decimal commas (``5,35``) or spreadsheet errors.
 
     Read as text, such a column would become an annotation and the table would lose a gene
     silently. ``1,234`` may be a thousands separator and ``#VALUE!`` a broken formula, so neither
-    is converted by guess.
+    is converted by guess. A column of mostly numbers with other words among them (``n/a?``,
+    ``abc``) stays an annotation, with an :class:`AnnotationColumnWarning` naming the column, the
+    word and its row (by ``row_names``, the table's first column): the gene (or, with
+    ``genes_in_rows``, the sample) is then left out, and the warning says so.
     """
-    commas, stray = [], {}
+    commas, stray, words = [], {}, {}
     for i, c in enumerate(df.columns):  # by position: names may repeat (refused later)
         col = df.iloc[:, i]
         if c in skip or _is_numeric(col):
@@ -603,6 +609,10 @@ def _check_text_numbers(df: pd.DataFrame, path: Path, skip=()) -> None:
         # words among numbers mean an annotation (a chromosome column: 1..22, X, Y).
         if 0.9 <= number.mean() < 1.0 and values[~number].str.startswith("#").all():
             stray[c] = values[~number].iloc[0]
+        elif 0.5 <= number.mean() < 1.0:
+            first = values.index[~number.to_numpy()][0]
+            row = "" if row_names is None else f" in row {str(row_names[first])!r}"
+            words[c] = f"{values[~number].iloc[0]!r}{row}"
     if commas:
         shown = ", ".join(repr(c) for c, _ in commas[:5]) + (", ..." if len(commas) > 5 else "")
         msg = (f"{len(commas)} column(s) of {path.name} hold numbers written with a decimal comma "
@@ -615,6 +625,15 @@ def _check_text_numbers(df: pd.DataFrame, path: Path, skip=()) -> None:
                f"values, which would make them text, not genes: {shown}"
                f"{', ...' if len(stray) > 5 else ''}; make those values numbers or empty (missing)")
         raise FileFormatError(msg)
+    if words:
+        shown = ", ".join(f"{c!r} ({v})" for c, v in list(words.items())[:5])
+        kept, lost = ("a gene annotation", "sample") if genes_in_rows else ("a sample annotation",
+                                                                              "gene")
+        msg = (f"{len(words)} column(s) of {path.name} hold numbers and a few words, and are "
+               f"read as text, {kept}, not as a {lost}: {shown}"
+               f"{', ...' if len(words) > 5 else ''}; make those values numbers or empty "
+               f"(missing) to keep the {lost}(s)")
+        warnings.warn(msg, AnnotationColumnWarning, stacklevel=4)
 
 
 # A first column with one of these headers holds sample ids even when they are numbers.
@@ -644,7 +663,8 @@ def read_table(path, *, genes_in_rows: bool = False, label_key: str | None = Non
     df.columns = ["" if pd.isna(c) else str(c) for c in header]
     if genes_in_rows:
         return _table_genes_in_rows(df, path, label_key)
-    _check_text_numbers(df, path, skip=(df.columns[0], label_key))
+    _check_text_numbers(df, path, skip=(df.columns[0], label_key),
+                        row_names=df.iloc[:, 0].astype(str))
     check_unique_names(df.columns[1:], "gene")
     first = df.columns[0]
     id_header = first.strip().lower() in _ID_HEADERS or first.startswith("Unnamed:")
@@ -686,7 +706,7 @@ def _table_genes_in_rows(df: pd.DataFrame, path: Path, label_key: str | None):
         df = df.drop(index=df.index[pos]).reset_index(drop=True)
         gene_ids = df[first].astype(str)
     rest = df.drop(columns=first)
-    _check_text_numbers(rest, path)
+    _check_text_numbers(rest, path, row_names=gene_ids, genes_in_rows=True)
     # Annotation columns (gene descriptions, symbols) are non-numeric; samples are numeric once
     # the label row is gone. Convert object columns that parse as numbers.
     var_cols, sample_cols = [], []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import re
 import warnings
 
 import numpy as np
@@ -197,6 +198,29 @@ def test_decimal_commas_are_refused(tmp_path, expression):
     stray.iloc[1, 2] = 0.5
     stray.to_csv(path, sep="\t")
     assert aio.read_data(path, genes_in_rows=True, label_key="label").n_vars == 20
+
+
+@pytest.mark.parametrize("word", ["n/a?", "abc"])
+def test_a_word_in_a_gene_column_is_reported(tmp_path, expression, word):
+    # One stray word once turned a gene into an annotation without a word said.
+    df = expression(n_samples=10, n_genes=5).astype({"G2": object})
+    df.loc[3, "G2"] = word
+    path = tmp_path / "t.csv"
+    df.to_csv(path, index=False)
+    with pytest.warns(aio.AnnotationColumnWarning,
+                      match=rf"1 column\(s\) of t\.csv hold numbers and a few words, and are read "
+                            rf"as text, a sample annotation, not as a gene: 'G2' \('{re.escape(word)}' "
+                            rf"in row 's03'\); make those values numbers or empty"):
+        adata = aio.read_data(path)
+    assert "G2" not in adata.var_names
+    # Genes in rows: a sample column with a word is left out, and said so.
+    wide = df.drop(columns="label").set_index("sample").T.rename_axis("gene")
+    wide.to_csv(path)
+    with pytest.warns(aio.AnnotationColumnWarning,
+                      match=r"read as text, a gene annotation, not as a sample: 's03' \("
+                            rf"'{re.escape(word)}' in row 'G2'\)"):
+        adata = aio.read_data(path, genes_in_rows=True)
+    assert "s03" not in adata.obs_names
 
 
 def test_row_numbers_are_not_genes(tmp_path, expression):
