@@ -83,8 +83,11 @@ def predict(
         check_input(model)
         portable = ardselect.model.load_model(model)
         space = portable.input_space
-        if layer is not None and (space["use_raw"] or space["layer"] not in (None, layer)):
-            fitted_on = "raw.X" if space["use_raw"] else f"layer {space['layer']!r}"
+        if layer is not None and (space["use_raw"] or space["layer"] != layer):
+            # A model fitted on X scores X: a layer holds other values (scaled X against
+            # log-normalised counts, say), which the model's own scaling can hide.
+            fitted_on = ("raw.X" if space["use_raw"] else
+                         f"layer {space['layer']!r}" if space["layer"] is not None else "X")
             msg = (f"the model was fitted on {fitted_on} and applies it itself; --layer {layer} "
                    "would score other values")
             raise UsageError(msg)

@@ -740,6 +740,22 @@ def test_use_raw_model_predicts_on_raw(adata_factory, tmp_path):
     assert_one_line_error(result, 2, "--layer counts would score other values")
 
 
+def test_predict_refuses_a_layer_for_a_model_fitted_on_x(adata_factory, tmp_path):
+    # PBMC: a model fitted on the scaled X, applied with --layer lognorm, misclassified 290 of
+    # 700 cells without a warning (the model's scaling hides the change of values).
+    adata = adata_factory(n_samples=24, n_genes=6, seed=3)
+    adata.layers["lognorm"] = np.log1p(adata.X)
+    path = tmp_path / "d.h5ad"
+    adata.write_h5ad(path)
+    result = run("fit", path, "--out", tmp_path / "r", "--criterion", "loo", "-q")
+    assert result.exit_code == 0, result.stderr
+    result = run("predict", tmp_path / "r" / "model.json", path, "--layer", "lognorm",
+                 "-o", tmp_path / "p.tsv")
+    assert_one_line_error(result, 2, r"the model was fitted on X and applies it itself; "
+                                     r"--layer lognorm would score other values")
+    assert not (tmp_path / "p.tsv").exists()
+
+
 # ------------------------------------------------------------------ numeric non-gene columns
 
 
