@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ._validation import check_unique_names
+from ._validation import check_class_labels, check_unique_names
 from .exceptions import DataError, FileFormatError, LabelError, MissingFileError
 
 __all__ = [
@@ -326,6 +326,9 @@ def split_gene_columns(
         adata = adata[:, keep].copy()
         adata.obs = obs
     if check and label_key is not None and label_key in adata.obs.columns:
+        # Labels that cannot be classes (continuous numbers, one class per sample) are refused
+        # as such first: every gene is trivially "one value within each class" of one sample.
+        check_class_labels(pd.Series(adata.obs[label_key].to_numpy()).dropna())
         codes = _label_codes(adata, label_key)
         if codes:
             shown = ", ".join(map(repr, codes[:5])) + (", ..." if len(codes) > 5 else "")

@@ -811,6 +811,16 @@ def test_a_named_gene_with_negatives_is_refused_by_the_log(coded, tmp_path):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize("command", ["fit", "evaluate"])
+def test_a_gene_given_as_the_label_is_called_continuous(expression, tmp_path, command):
+    # `-g G0` (51 distinct numbers) was diagnosed as "columns 'G1' ... encode the label".
+    df = expression(n_samples=51, n_genes=5)
+    df.to_csv(tmp_path / "t.csv", index=False)
+    result = run(command, tmp_path / "t.csv", "-g", "G0", "-o", tmp_path / "r")
+    assert_one_line_error(result, 1, r"the labels look continuous \(51 distinct numbers from ")
+    assert not (tmp_path / "r").exists()
+
+
 def test_column_encoding_the_label_is_refused(coded, tmp_path):
     result = run("fit", coded / "y.csv", "--out", tmp_path / "r")
     assert_one_line_error(result, 1, r"column\(s\) 'y' encode the label 'label' \(a single value "
