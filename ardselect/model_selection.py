@@ -32,6 +32,7 @@ from ._validation import check_class_labels
 from .exceptions import ArdselectError, DataError, LabelError
 
 __all__ = [
+    "FewPartitionsWarning",
     "baselines",
     "calibrated_ece",
     "calibration_table",
@@ -196,6 +197,11 @@ def partitions(y, *, n_splits=20, train_size=2 / 3, groups=None, random_state=0)
     ``train_size`` is a fraction in (0, 1) or a number of samples. With ``groups`` (one label per
     sample, e.g. the donor or patient), whole groups are held out: each partition is one fold of a
     stratified group K-fold with ``K = round(1 / (1 - train fraction))``, reshuffled per repeat.
+
+    The partitions are distinct: a repeat of one already drawn is skipped (a few groups allow only
+    a few partitions, and duplicates would make the standard errors over partitions too small).
+    When fewer than ``n_splits`` distinct partitions exist, those are returned with a
+    :class:`FewPartitionsWarning` saying how many.
     """
     from sklearn.model_selection import StratifiedGroupKFold, StratifiedShuffleSplit
 
@@ -212,15 +218,36 @@ def partitions(y, *, n_splits=20, train_size=2 / 3, groups=None, random_state=0)
         msg = (f"train_size must be a fraction in (0, 1) or a whole count below {n}; "
                f"got {train_size!r}")
         raise DataError(msg)
+    seen: set[bytes] = set()
+
+    def new(parts):
+        """The partitions of ``parts`` not drawn before (by their test samples)."""
+        out = []
+        for train, test in parts:
+            key = np.sort(test).tobytes()
+            if key not in seen:
+                seen.add(key)
+                out.append((train, test))
+        return out
+
     if groups is None:
         size = int(train_size) if train_size >= 1 else float(train_size)
-        try:
-            splitter = StratifiedShuffleSplit(n_splits=n_splits, train_size=size,
-                                              random_state=random_state)
-            return list(splitter.split(np.zeros(n), y))
-        except ValueError as exc:
-            msg = f"cannot draw stratified partitions: {exc}"
-            raise LabelError(msg) from None
+        out, state = [], random_state
+        for r in range(_MAX_ROUNDS):
+            try:
+                splitter = StratifiedShuffleSplit(n_splits=n_splits, train_size=size,
+                                                  random_state=state)
+                out += new(splitter.split(np.zeros(n), y))
+            except ValueError as exc:
+                msg = f"cannot draw stratified partitions: {exc}"
+                raise LabelError(msg) from None
+            if len(out) >= n_splits:
+                break
+            # another round for the duplicates, seeded from the first
+            state = int(np.random.default_rng(
+                [r, *([random_state] if isinstance(random_state, Integral) else [])]
+            ).integers(2**31 - 1))
+        return _enough(out, n_splits, "stratified")
     groups = np.asarray(groups)
     if groups.shape[0] != n:
         msg = f"groups has {groups.shape[0]} entries for {n} samples"
@@ -231,14 +258,33 @@ def partitions(y, *, n_splits=20, train_size=2 / 3, groups=None, random_state=0)
         raise LabelError(msg)
     rng = np.random.default_rng(random_state)
     out = []
-    while len(out) < n_splits:
+    for _ in range(_MAX_ROUNDS * n_splits):  # each round (repeat) gives k partitions
+        if len(out) >= n_splits:
+            break
         seed = int(rng.integers(2**31 - 1))
         with warnings.catch_warnings():
             # sklearn warns when a class has fewer groups than folds; the folds stay valid.
             warnings.simplefilter("ignore", UserWarning)
             folds = StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed).split(
                 np.zeros(n), y, groups)
-            out.extend(folds)
+            out += new(folds)
+    return _enough(out, n_splits, f"group-wise ({np.unique(groups).size} groups)")
+
+
+#: Rounds of drawing (per partition asked for, with groups) before the distinct partitions found
+#: are taken as all there are.
+_MAX_ROUNDS = 20
+
+
+class FewPartitionsWarning(UserWarning):
+    """Fewer distinct train/test partitions exist than were asked for."""
+
+
+def _enough(out, n_splits: int, how: str):
+    if len(out) < n_splits:
+        msg = (f"only {len(out)} distinct {how} train/test partitions exist for these samples, "
+               f"not the {n_splits} asked for; using those {len(out)}")
+        warnings.warn(msg, FewPartitionsWarning, stacklevel=3)
     return out[:n_splits]
 
 

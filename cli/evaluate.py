@@ -297,12 +297,14 @@ def _evaluate_summary(summary, results, data, label_key, out, groups=None):
     from rich.table import Table
 
     console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
-    n_test = int(results["n_test"].iloc[0])
-    n_train = int(results["n_train"].iloc[0])
+    def sizes(col):  # one size, or the range when whole groups make them differ
+        lo, hi = int(results[col].min()), int(results[col].max())
+        return str(lo) if lo == hi else f"{lo}-{hi}"
+
     how = f"whole {groups} groups held out" if groups else "stratified"
     console.print(
         f"{data.name} ({label_key}): {int(summary['n_splits'].iloc[0])} random "
-        f"{n_train}/{n_test} train/test partitions ({how})"
+        f"{sizes('n_train')}/{sizes('n_test')} train/test partitions ({how})"
     )
     table = Table()
     for col in ("method", "error rate %", "genes", "log-loss", "ECE", "if calibrated",

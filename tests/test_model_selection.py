@@ -13,6 +13,7 @@ from sklearn.preprocessing import StandardScaler
 from ardselect import ARDClassifier
 from ardselect.exceptions import DataError, LabelError
 from ardselect.model_selection import (
+    FewPartitionsWarning,
     baselines,
     calibration_table,
     evaluate,
@@ -130,6 +131,24 @@ def test_group_partitions_hold_out_whole_groups():
     groups = np.repeat(np.arange(12), 5)
     for train, test in partitions(y, n_splits=6, groups=groups, random_state=0):
         assert not set(groups[train]) & set(groups[test])
+
+
+def test_partitions_are_distinct():
+    # Three groups allow six group-wise partitions (a group or two held out); asked for more, or
+    # drawn at random, they once repeated, and the standard errors counted the duplicates.
+    y = np.tile(["a", "b"], 15)
+    groups = np.tile(["G1", "S", "G2M"], 10)
+    parts = partitions(y, n_splits=3, train_size=0.5, groups=groups, random_state=0)
+    assert len({tuple(sorted(test)) for _, test in parts}) == 3
+    with pytest.warns(FewPartitionsWarning, match=r"only 6 distinct group-wise \(3 groups\) "
+                                                  r"train/test partitions exist .* not the 10 "
+                                                  r"asked for; using those 6"):
+        parts = partitions(y, n_splits=10, train_size=0.5, groups=groups, random_state=0)
+    assert len({tuple(sorted(test)) for _, test in parts}) == len(parts) == 6
+    # Without groups: 4 samples, 2 per class, halves: 4 distinct partitions.
+    with pytest.warns(FewPartitionsWarning, match="only 4 distinct stratified"):
+        parts = partitions(np.array(["a", "a", "b", "b"]), n_splits=6, train_size=0.5)
+    assert len({tuple(sorted(test)) for _, test in parts}) == len(parts) == 4
 
 
 def test_genes_used_walks_wrappers():
