@@ -181,6 +181,31 @@ def check_input(path: Path) -> Path:
     return path
 
 
+def stdout_console():
+    """A Rich console for the summary on stdout.
+
+    On a terminal, tables fit its width. Piped or redirected (a log, ``| less``), the width is
+    unlimited and colours are off, so tables are written whole: no name is cut to fit 80 columns.
+    """
+    from rich.console import Console
+
+    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    if not console.is_terminal:
+        console = Console(file=sys.stdout, highlight=False, soft_wrap=True, width=1_000_000,
+                          color_system=None)
+    return console
+
+
+def summary_table(console, **kwargs):
+    """A Rich table; in plain ASCII when the console is not a terminal."""
+    from rich import box
+    from rich.table import Table
+
+    if not console.is_terminal:
+        kwargs.setdefault("box", box.ASCII)
+    return Table(**kwargs)
+
+
 class PathProgress(logging.Handler):
     """Drive a Rich progress display on stderr from the ``ardselect.path`` DEBUG records.
 

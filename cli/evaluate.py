@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -34,7 +33,14 @@ from ._options import (
     check_source_options,
     read_input,
 )
-from ._util import Transaction, UsageError, check_output, handle_errors
+from ._util import (
+    Transaction,
+    UsageError,
+    check_output,
+    handle_errors,
+    stdout_console,
+    summary_table,
+)
 
 #: Everything ``evaluate -o`` may write in its folder: an existing folder holding anything else is
 #: not replaced.
@@ -262,9 +268,7 @@ def evaluate(
 
 
 def _logo_summary(logo, groups):
-    from rich.console import Console
-
-    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    console = stdout_console()
     n_groups = int(logo["n_groups"].iloc[0])
     console.print(f"EP leave-one-{groups}-out from one fit on all samples ({n_groups} groups; "
                   "genes not re-selected, so optimistic where selection overfits):")
@@ -274,11 +278,8 @@ def _logo_summary(logo, groups):
 
 
 def _stability_summary(stability, frequency, top=8):
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
-    table = Table(title="selected genes across partitions")
+    console = stdout_console()
+    table = summary_table(console, title="selected genes across partitions")
     for col in ("method", "genes", "Jaccard (mean ± sd over pairs)", "in every partition"):
         table.add_column(col, justify="left" if col == "method" else "right")
     for row in stability.itertuples():
@@ -293,10 +294,7 @@ def _stability_summary(stability, frequency, top=8):
 
 
 def _evaluate_summary(summary, results, data, label_key, out, groups=None):
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    console = stdout_console()
     def sizes(col):  # one size, or the range when whole groups make them differ
         lo, hi = int(results[col].min()), int(results[col].max())
         return str(lo) if lo == hi else f"{lo}-{hi}"
@@ -306,7 +304,7 @@ def _evaluate_summary(summary, results, data, label_key, out, groups=None):
         f"{data.name} ({label_key}): {int(summary['n_splits'].iloc[0])} random "
         f"{sizes('n_train')}/{sizes('n_test')} train/test partitions ({how})"
     )
-    table = Table()
+    table = summary_table(console)
     for col in ("method", "error rate %", "genes", "log-loss", "ECE", "if calibrated",
                 "confidence - accuracy"):
         table.add_column(col, justify="left" if col == "method" else "right")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -42,6 +41,8 @@ from ._util import (
     check_output,
     handle_errors,
     path_progress,
+    stdout_console,
+    summary_table,
 )
 
 FIT_OUTPUTS = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "weights.png", "certainty.png",
@@ -275,12 +276,9 @@ def _rnk_files(adata):
 
 
 def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show):
-    from rich.console import Console
-    from rich.table import Table
-
     import ardselect
 
-    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    console = stdout_console()
     stored = adata.uns["ardselect"]
     classes = [str(c) for c in stored["classes"]]
     pre = stored["preprocessing"]
@@ -307,11 +305,13 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show):
         rows = block[block["selected"]].head(show)
         if rows.empty:  # --show 0, or no gene selected: no empty table
             continue
-        table = Table()
+        table = summary_table(console)
+        # (descriptions are cut to 40 characters on a terminal only)
+        cut = {"overflow": "ellipsis", "max_width": 40} if console.is_terminal else {}
         for col, kw in (
             ("rank", {"justify": "right"}),
             ("gene", {}),
-            ("description", {"overflow": "ellipsis", "max_width": 40}),
+            ("description", cut),
             ("relevance", {"justify": "right"}),
             ("weight", {"justify": "right"}),
             ("sd", {"justify": "right"}),

@@ -550,6 +550,11 @@ def test_evaluate(data, tmp_path):
     assert row["error_rate_mean"] == pytest.approx(sub.mean())
     assert row["error_rate_se"] == pytest.approx(sub.std(ddof=1) / np.sqrt(3))
     assert "± " in result.stdout
+    # Not a terminal (a pipe, a log): the tables are whole, in ASCII, whatever their width.
+    assert "…" not in result.stdout
+    for text in ("| ARD-EP (evidence) |", "| L1-logistic ", "confidence - accuracy",
+                 "if calibrated", "Jaccard (mean ± sd over pairs)"):
+        assert text in result.stdout
     # Held-out predictions: sample ids, true and predicted labels, one probability per class; they
     # agree with the error counts, and the calibration files are written.
     pred = pd.read_csv(out / "predictions.tsv", sep="\t")
@@ -861,6 +866,24 @@ def test_predict_does_not_warn_about_annotation_columns(coded, tmp_path):
 
 
 # ------------------------------------------------------------------ summary and special outputs
+
+
+def test_summary_tables_are_whole_when_piped(expression, tmp_path):
+    # (on a terminal the description column is cut to 40 characters)
+    table = expression(n_samples=24, n_genes=4, seed=5)
+    long = "a gene description much longer than forty characters, kept whole"
+    gct = tmp_path / "t.gct"
+    genes = table.drop(columns="label").set_index("sample").T
+    gct.write_text("#1.2\n4\t24\nName\tDescription\t" + "\t".join(genes.columns) + "\n"
+                   + "".join(f"{g}\t{long} {g}\t" + "\t".join(f"{v:g}" for v in row) + "\n"
+                             for g, row in genes.iterrows()))
+    (tmp_path / "t.cls").write_text("24 2 1\n# case ctrl\n" + " ".join(table["label"]) + "\n")
+    result = run("fit", gct, "--labels", tmp_path / "t.cls", "-o", tmp_path / "r",
+                 "--criterion", "loo")
+    assert result.exit_code == 0, result.stderr
+    assert f"{long} G0" in result.stdout
+    assert "…" not in result.stdout
+    assert "+--" in result.stdout  # ASCII, not box drawing
 
 
 def test_summary_shows_what_the_rank_means(fitted):
