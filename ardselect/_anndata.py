@@ -19,7 +19,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ._lazy import is_dask, reduce_rows
-from ._validation import check_class_labels, check_unique_names
+from ._validation import check_class_labels, check_finite_named, check_unique_names
 from ._version import __version__
 from .exceptions import DataError, LabelError
 from .model import PortableModel
@@ -148,16 +148,22 @@ def _rank_core(
     max_steps: int | None = None,
     estimator_params: Mapping | None = None,
     model_extra: Mapping | None = None,
+    sample_names=None,
 ) -> RankResult:
-    """Preprocess, fit the ARD classifier and tabulate its results (arrays in, tables out)."""
+    """Preprocess, fit the ARD classifier and tabulate its results (arrays in, tables out).
+
+    ``sample_names`` (one per row of ``X``) name the samples in messages about bad values.
+    """
     from ._classifier import ARDClassifier
 
     labels = pd.Series(labels)
+    if sample_names is None:
+        sample_names = [f"row {i}" for i in range(labels.shape[0])]
     if labels.isna().any():
-        msg = (
-            f"{int(labels.isna().sum())} sample(s) have no label; drop them "
-            "(e.g. adata[adata.obs[key].notna()]) before ranking"
-        )
+        missing = [str(sample_names[i]) for i in np.flatnonzero(labels.isna().to_numpy())]
+        shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+        msg = (f"{len(missing)} sample(s) have no label ({shown}); give them one or drop them "
+               "from the data before ranking")
         raise LabelError(msg)
     check_class_labels(labels)
     labels = labels.astype(str).to_numpy()
@@ -169,6 +175,7 @@ def _rank_core(
         msg = f"{labels.shape[0]} labels for {X.shape[0]} samples; they must match one to one"
         raise LabelError(msg)
     check_unique_names(gene_names, "gene")
+    check_finite_named(X, sample_names, gene_names)
     if descriptions is None:
         descriptions = np.full(gene_names.shape[0], "", dtype=object)
     descriptions = np.asarray(
@@ -566,6 +573,7 @@ def rank_genes(
         max_steps=max_steps,
         estimator_params=estimator_params,
         model_extra={"label_key": groupby, "input": {"layer": layer, "use_raw": bool(use_raw)}},
+        sample_names=adata.obs_names,
     )
     _write_results(adata, result, key_added, params, symbol_key=skey)
     lfc = _log_fold_changes(X, adata.obs[groupby].astype(str).to_numpy(), result.preprocessor,

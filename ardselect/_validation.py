@@ -30,6 +30,37 @@ def nonfinite_message(n_bad: int, kinds: tuple, col: int) -> str:
             "impute or drop them before fitting.")
 
 
+def check_finite_named(X, sample_names, gene_names, *, what: str = "the data") -> None:
+    """Refuse NaN or infinite values in ``X`` naming the first one's gene and sample.
+
+    ``X`` is an in-memory matrix of shape (n_samples, n_genes), dense or sparse (anything else,
+    e.g. a lazily read store, is left to the chunked checks). The message speaks of genes and
+    samples, for people who know their data by those names rather than by column numbers.
+    """
+    if sp.issparse(X):
+        coo = sp.coo_matrix(X)
+        bad = ~np.isfinite(coo.data)
+        if not bad.any():
+            return
+        values = coo.data[bad]
+        order = np.lexsort((coo.col[bad], coo.row[bad]))[0]  # first by sample, then gene
+        row, col = int(coo.row[bad][order]), int(coo.col[bad][order])
+    elif isinstance(X, np.ndarray):
+        if X.dtype.kind not in "fc" or np.isfinite(X).all():
+            return
+        mask = ~np.isfinite(X)
+        values = X[mask]
+        row, col = (int(i) for i in np.argwhere(mask)[0])
+    else:
+        return
+    kinds = " and ".join(k for k, has in (("NaN", np.isnan(values).any()),
+                                          ("infinite", np.isinf(values).any())) if has)
+    msg = (f"{what} contain {values.size} {kinds} value(s), the first for gene "
+           f"{str(gene_names[col])!r} in sample {str(sample_names[row])!r}; impute them or drop "
+           "those genes or samples before fitting")
+    raise DataError(msg)
+
+
 def check_design(X, *, estimator_name: str = "estimator", accept_sparse: bool = True):
     """Return X as float64 (CSC sparse or C-contiguous dense) after checking it.
 

@@ -666,6 +666,12 @@ def read_table(path, *, genes_in_rows: bool = False, label_key: str | None = Non
     df.columns = ["" if pd.isna(c) else str(c) for c in header]
     if genes_in_rows:
         return _table_genes_in_rows(df, path, label_key)
+    if (label_key is not None and label_key not in df.columns
+            and (df.iloc[:, 0].astype(str) == str(label_key)).any()):
+        msg = (f"{path.name} has no column {label_key!r} but a row named so: its genes look to be "
+               "in rows and its samples in columns; read it with --genes-in-rows "
+               "(genes_in_rows=True)")
+        raise LabelError(msg)
     _check_text_numbers(df, path, skip=(df.columns[0], label_key),
                         row_names=df.iloc[:, 0].astype(str))
     check_unique_names(df.columns[1:], "gene")

@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from ._lazy import is_dask
 from ._probit import probit_log_proba
-from ._validation import check_unique_names
+from ._validation import check_finite_named, check_unique_names
 from ._version import __version__
 from .exceptions import FileFormatError, ModelError
 from .io import atomic_write, require_file
@@ -524,7 +524,9 @@ class PortableModel:
         return list(self._posteriors)
 
     def _log_proba_array(self, data, feature_names=None) -> np.ndarray:
-        Z = Preprocessor.apply_dict(self.preprocessing, self._columns(data, feature_names))
+        X = self._columns(data, feature_names)
+        check_finite_named(X, _sample_names(data), self.features)
+        Z = Preprocessor.apply_dict(self.preprocessing, X)
         _check_scale(Z, self.preprocessing)
         design = np.hstack([Z, np.ones((Z.shape[0], 1))])  # column -1 is the intercept
         moments = [post.latent(design) for post in self.posteriors]
@@ -585,13 +587,25 @@ class PortableModel:
         return np.asarray(self.classes, dtype=object)[np.argmax(proba, axis=1)]
 
 
-def _sample_name(data, i: int) -> str:
-    """Sample ``i`` of ``data`` by name (AnnData, DataFrame) or row number (array)."""
+class _RowNumbers:
+    """``"row i"`` for row ``i``: the sample names of a bare array."""
+
+    def __getitem__(self, i):
+        return f"row {i}"
+
+
+def _sample_names(data):
+    """The sample names of ``data``: ``obs_names`` (AnnData), the index (DataFrame), row numbers."""
     if hasattr(data, "obs_names") and hasattr(data, "X"):
-        return f"sample {str(data.obs_names[i])!r}"
+        return data.obs_names
     if isinstance(data, pd.DataFrame):
-        return f"sample {str(data.index[i])!r}"
-    return f"row {i}"
+        return data.index
+    return _RowNumbers()
+
+
+def _sample_name(data, i: int) -> str:
+    """Sample ``i`` of ``data`` by name, for a message."""
+    return f"sample {str(_sample_names(data)[i])!r}"
 
 
 def load_model(path) -> PortableModel:

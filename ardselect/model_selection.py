@@ -28,7 +28,7 @@ from sklearn.base import clone
 from sklearn.utils._param_validation import InvalidParameterError
 
 from ._criteria import CRITERIA
-from ._validation import check_class_labels
+from ._validation import check_class_labels, check_finite_named
 from .exceptions import ArdselectError, DataError, LabelError
 
 __all__ = [
@@ -426,8 +426,12 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
     from joblib import Parallel, delayed
 
     y = pd.Series(np.asarray(y, dtype=object))
+    ids = np.arange(y.size) if sample_ids is None else np.asarray(sample_ids).astype(str)
     if y.isna().any():
-        msg = f"{int(y.isna().sum())} sample(s) have no label; drop them first"
+        missing = [str(i) for i in ids[y.isna().to_numpy()]]
+        shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+        msg = (f"{len(missing)} sample(s) have no label ({shown}); give them one or drop them "
+               "from the data first")
         raise LabelError(msg)
     check_class_labels(y)  # continuous numbers, a class per sample, single-sample classes
     y = y.astype(str).to_numpy()
@@ -438,6 +442,8 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
     if X.shape[0] != y.shape[0]:
         msg = f"X has {X.shape[0]} samples but y has {y.shape[0]} labels"
         raise DataError(msg)
+    if feature_names is not None and len(feature_names) == X.shape[1]:
+        check_finite_named(X, ids, np.asarray(feature_names).astype(str))
     if not methods:
         msg = "give at least one method"
         raise ValueError(msg)
@@ -450,7 +456,6 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
         if bad:
             msg = f"unknown criteria {bad}; choose from {CRITERIA}"
             raise ValueError(msg)
-    ids = np.arange(y.size) if sample_ids is None else np.asarray(sample_ids).astype(str)
     parts = partitions(y, n_splits=n_splits, train_size=train_size, groups=groups,
                        random_state=random_state)
     jobs = (delayed(_one_split)(i + 1, X, y, ids, tr, te, dict(methods), criteria, preprocessor)

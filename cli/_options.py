@@ -218,6 +218,48 @@ def check_source_options(data: Path, layer, use_raw: bool) -> None:
         raise UsageError(msg)
 
 
+def check_layer(data: Path, layer: str | None) -> None:
+    """``--layer`` must name a layer of the .h5ad or .zarr store (usage error, exit 2).
+
+    The layer names are read from the store's index alone; a store that cannot be opened is left
+    to the reader, which says why.
+    """
+    if layer is None:
+        return
+    import ardselect
+
+    try:
+        if ardselect.io.detect_format(data) == "zarr":
+            import zarr
+
+            root = zarr.open(str(data), mode="r")
+            names = list(root["layers"].keys()) if "layers" in root else []
+        else:
+            import h5py
+
+            with h5py.File(data, "r") as root:
+                names = list(root["layers"].keys()) if "layers" in root else []
+    except Exception:  # noqa: BLE001  (any broken store: the reader reports it)
+        return
+    if layer not in names:
+        msg = (f"--layer {layer}: {data.name} has no layer {layer!r}; its layers: "
+               f"{', '.join(map(str, names)) or 'none'}")
+        raise UsageError(msg)
+
+
+def check_positive(labels, positive: str | None) -> None:
+    """``--positive`` must be one of the labels (usage error, exit 2, listing them)."""
+    if positive is None:
+        return
+    import pandas as pd
+
+    values = sorted(pd.Series(labels).dropna().astype(str).unique())
+    if str(positive) not in values:
+        shown = ", ".join(values[:20]) + (", ..." if len(values) > 20 else "")
+        msg = f"--positive {positive}: not a label; labels: {shown}"
+        raise UsageError(msg)
+
+
 def check_label_key(adata, label_key: str, data: Path):
     if label_key not in adata.obs.columns:
         avail = ", ".join(map(str, adata.obs.columns)) or "none"

@@ -30,6 +30,8 @@ from ._options import (
     StandardizeOpt,
     UseRawOpt,
     check_label_key,
+    check_layer,
+    check_positive,
     check_source_options,
     read_input,
 )
@@ -164,9 +166,11 @@ def evaluate(
             check_output(out, overwrite=overwrite, kind="output folder", folder=True,
                          inputs=(data, labels), ours=EVALUATE_FOLDER)
         check_source_options(data, layer, use_raw)
+        check_layer(data, layer)
         adata = read_input(data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels,
                            layer=layer, gene_columns=gene_columns, drop=drop)
         check_label_key(adata, label_key, data)
+        check_positive(adata.obs[label_key], positive)
         group_values = None
         if groups is not None:
             check_label_key(adata, groups, data)
@@ -182,7 +186,10 @@ def evaluate(
         ardselect.io.check_unique_names(gene_names, "gene")
         y = pd.Series(adata.obs[label_key].to_numpy(), dtype=object)
         if y.isna().any():
-            msg = f"{int(y.isna().sum())} sample(s) have no label; drop them first"
+            missing = adata.obs_names[y.isna().to_numpy()].astype(str)
+            shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+            msg = (f"{len(missing)} sample(s) have no label in {label_key!r} ({shown}); give "
+                   "them one or drop them from the data")
             raise ardselect.LabelError(msg)
         y = y.astype(str).to_numpy()
         classes = np.unique(y)

@@ -30,6 +30,8 @@ from ._options import (
     StandardizeOpt,
     UseRawOpt,
     check_label_key,
+    check_layer,
+    check_positive,
     check_source_options,
     class_counts,
     read_input,
@@ -172,9 +174,13 @@ def fit(
             check_apart(out, write_h5ad, folder_option="--out", file_option="--write-h5ad")
             check_output(write_h5ad, overwrite=overwrite, kind="file", inputs=inputs)
         check_source_options(data, layer, use_raw)
+        check_layer(data, layer)
+        # (read lazily, only the layer asked for is opened; in memory, rank_genes picks it)
         adata = read_input(data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels,
-                           gene_columns=gene_columns, drop=drop, lazy=lazy)
+                           gene_columns=gene_columns, drop=drop, lazy=lazy,
+                           layer=layer if lazy else None)
         check_label_key(adata, label_key, data)
+        check_positive(adata.obs[label_key], positive)
         y = adata.obs[label_key]
         n_classes = y.dropna().astype(str).nunique()
         n_problems = n_classes if (n_classes > 2 and positive is None) else 1

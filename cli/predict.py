@@ -16,6 +16,7 @@ from ._options import (
     OverwriteOpt,
     QuietOpt,
     check_label_key,
+    check_layer,
     read_input,
 )
 from ._util import (
@@ -91,6 +92,7 @@ def predict(
             msg = (f"the model was fitted on {fitted_on} and applies it itself; --layer {layer} "
                    "would score other values")
             raise UsageError(msg)
+        check_layer(data, layer)
         adata = read_input(
             data, genes_in_rows=genes_in_rows, label_key=label_key or "label", labels=labels,
             layer=layer, check_columns=False,  # the model takes its own genes, by name

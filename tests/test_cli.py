@@ -377,7 +377,40 @@ def test_h5ad_sparse_layer_and_raw(adata_factory, tmp_path):
     model = json.loads((tmp_path / "raw" / "model.json").read_text())
     assert model["preprocessing"]["log"] == "none"  # raw holds log values
     result = run("fit", path, "--layer", "nope", "-o", tmp_path / "x")
-    assert_one_line_error(result, 1, r"layer 'nope' not found; available layers: counts")
+    assert_one_line_error(result, 2, r"--layer nope: sc\.h5ad has no layer 'nope'; its layers: "
+                                     r"counts$")
+    result = run("evaluate", path, "--layer", "nope", "-o", tmp_path / "x")
+    assert_one_line_error(result, 2, r"--layer nope: sc\.h5ad has no layer 'nope'")
+    # Read lazily, the layer asked for is the one read.
+    result = run("fit", path, "--layer", "counts", "--lazy", "-o", tmp_path / "lazy", "-q")
+    assert result.exit_code == 0, result.stderr
+    model = json.loads((tmp_path / "lazy" / "model.json").read_text())
+    assert model["input"]["layer"] == "counts"
+    assert model["preprocessing"]["log"] == "log2"
+
+
+@pytest.mark.parametrize("command", ["fit", "evaluate"])
+def test_unknown_positive_class_is_a_usage_error(data, tmp_path, command):
+    result = run(command, data / "train.csv", "--positive", "Case", "-o", tmp_path / "r")
+    assert_one_line_error(result, 2, r"--positive Case: not a label; labels: case, ctrl$")
+
+
+def test_transposed_table_suggests_genes_in_rows(data, tmp_path):
+    # (labels as words make every sample column text; as numbers, the label row a gene)
+    table = pd.read_csv(data / "train.csv").set_index("sample").T
+    table.to_csv(tmp_path / "wide.csv", index_label="gene")
+    coded = table.copy()
+    coded.loc["label"] = (coded.loc["label"] == "case").astype(int)
+    coded.to_csv(tmp_path / "coded.csv", index_label="gene")
+    for name in ("wide.csv", "coded.csv"):
+        result = run("fit", tmp_path / name, "-o", tmp_path / "r")
+        assert_one_line_error(result, 1, rf"{name[:-4]}\.csv has no column 'label' but a row named "
+                                         r"so: its genes look to be in rows and its samples in "
+                                         r"columns; read it with --genes-in-rows")
+        assert "warning" not in result.stderr
+    result = run("fit", tmp_path / "wide.csv", "--genes-in-rows", "-o", tmp_path / "r", "-q",
+                 "--criterion", "loo")
+    assert result.exit_code == 0, result.stderr
 
 
 # ------------------------------------------------------------------------------ bad input
@@ -434,7 +467,22 @@ def test_nan_in_matrix(expression, tmp_path):
     df.loc[3, "G2"] = np.nan
     df.to_csv(tmp_path / "nan.csv", index=False)
     result = run("fit", tmp_path / "nan.csv", "-o", tmp_path / "r")
-    assert_one_line_error(result, 1, r"1 NaN value\(s\) \(first in column 2\)")
+    assert_one_line_error(result, 1, r"the data contain 1 NaN value\(s\), the first for gene "
+                                     r"'G2' in sample 's03'; impute them or drop")
+    result = run("evaluate", tmp_path / "nan.csv", "-o", tmp_path / "r", "--splits", "1")
+    assert_one_line_error(result, 1, r"1 NaN value\(s\), the first for gene 'G2' in sample 's03'")
+
+
+def test_samples_without_label_are_named(expression, tmp_path):
+    df = expression(n_samples=10, n_genes=4).astype({"label": object})
+    df.loc[[2, 5], "label"] = None
+    df.to_csv(tmp_path / "t.csv", index=False)
+    result = run("fit", tmp_path / "t.csv", "-o", tmp_path / "r")
+    assert_one_line_error(result, 1, r"2 sample\(s\) have no label \(s02, s05\); give them one or "
+                                     r"drop them from the data")
+    result = run("evaluate", tmp_path / "t.csv", "-o", tmp_path / "r", "--splits", "1")
+    assert_one_line_error(result, 1, r"2 sample\(s\) have no label in 'label' \(s02, s05\)")
+    assert "adata" not in result.stderr
 
 
 def test_duplicated_genes(expression, tmp_path):

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ardselect import FileFormatError, ModelError
+from ardselect import DataError, FileFormatError, ModelError
 from ardselect.model import DataScaleWarning, PortableModel, load_model
 from ardselect.preprocessing import Preprocessor
 
@@ -231,6 +231,16 @@ def test_unedited_models_of_every_shape_pass_the_schema():
     for n_classes in (2, 3):
         model, _, _ = _toy_model(n_classes)
         PortableModel(json.loads(model.to_json()))
+
+
+def test_nan_in_new_data_is_refused_naming_gene_and_sample():
+    model, _, _ = _toy_model()
+    frame = pd.DataFrame({"a": [1.0, np.nan, np.inf]}, index=["s1", "s2", "s3"])
+    with pytest.raises(DataError, match=r"the data contain 2 NaN and infinite value\(s\), the "
+                                        r"first for gene 'a' in sample 's2'"):
+        model.predict_proba(frame)
+    with pytest.raises(DataError, match=r"the first for gene 'a' in sample 'row 1'"):
+        model.predict_proba(frame.to_numpy(), feature_names=["a"])
 
 
 def test_predictions_that_overflow_are_refused_naming_the_sample():
