@@ -19,7 +19,12 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ._lazy import is_dask, reduce_rows
-from ._validation import check_class_labels, check_finite_named, check_unique_names
+from ._validation import (
+    check_class_labels,
+    check_clean_names,
+    check_finite_named,
+    check_unique_names,
+)
 from ._version import __version__
 from .exceptions import DataError, LabelError
 from .model import PortableModel
@@ -157,6 +162,9 @@ def _rank_core(
     from ._classifier import ARDClassifier
 
     labels = pd.Series(labels)
+    if labels.shape[0] == 0 or X.shape[0] == 0:
+        msg = f"the data hold {X.shape[0]} samples: nothing to rank"
+        raise DataError(msg)
     if sample_names is None:
         sample_names = [f"row {i}" for i in range(labels.shape[0])]
     if labels.isna().any():
@@ -175,6 +183,7 @@ def _rank_core(
         msg = f"{labels.shape[0]} labels for {X.shape[0]} samples; they must match one to one"
         raise LabelError(msg)
     check_unique_names(gene_names, "gene")
+    check_clean_names(gene_names, "gene")
     check_finite_named(X, sample_names, gene_names)
     if descriptions is None:
         descriptions = np.full(gene_names.shape[0], "", dtype=object)

@@ -179,11 +179,28 @@ def check_unique_names(names, what: str = "gene") -> None:
         return
     dup = index[index.duplicated()].unique()
     shown = ", ".join(map(str, dup[:5])) + (", ..." if len(dup) > 5 else "")
+    fix = "obs_names_make_unique()" if what == "sample" else "var_names_make_unique()"
     msg = (
         f"{len(dup)} duplicated {what} name(s) ({shown}); {what} names must be unique "
-        "(e.g. anndata's var_names_make_unique(), or aggregate the duplicates)"
+        f"(e.g. anndata's {fix}, or aggregate the duplicates)"
     )
     raise DataError(msg)
+
+
+def check_clean_names(names, what: str = "gene") -> None:
+    """Refuse empty names and names with tabs, line breaks or other control characters.
+
+    Such names break the tab-separated and GMT outputs; a :class:`DataError` names the first.
+    """
+    for k, name in enumerate(map(str, names)):
+        if not name.strip():
+            msg = (f"{what} name number {k + 1} is empty; every {what} needs a name (give it "
+                   "one, or drop it)")
+            raise DataError(msg)
+        if any(ch < " " or ch == "\x7f" for ch in name):
+            msg = (f"{what} name {name!r} holds a tab, line break or other control character, "
+                   f"which the tab-separated outputs cannot hold; rename the {what}")
+            raise DataError(msg)
 
 
 def check_class_labels(labels: pd.Series) -> None:

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import lzma
 import os
 import re
 import tempfile
 import warnings
+import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -27,7 +29,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ._validation import check_class_labels, check_unique_names
+from ._validation import check_class_labels, check_clean_names, check_unique_names
 from .exceptions import DataError, FileFormatError, LabelError, MissingFileError
 
 __all__ = [
@@ -435,6 +437,12 @@ def read_data(
             adata, label_key=label_key or ("label" if labels is not None else None),
             gene_columns=gene_columns, drop=drop, check=check_columns, source=path.name,
         )
+    if adata.n_obs == 0 or adata.n_vars == 0:
+        msg = f"{path.name} holds {adata.n_obs} samples x {adata.n_vars} genes: nothing to fit"
+        raise DataError(msg)
+    for names, what in ((adata.var_names, "gene"), (adata.obs_names, "sample")):
+        check_unique_names(names, what)
+        check_clean_names(names, what)
     return adata
 
 
@@ -521,7 +529,8 @@ def _read_zarr(path: Path, *, layer: str | None = None):
     """Read a ``.zarr`` AnnData store into memory (``layer`` replaces ``X``, as for h5ad)."""
     import anndata as ad
 
-    return _use_layer(_read_with(ad.read_zarr, path, "an AnnData zarr store"), layer, path)
+    adata = _as_numbers(_read_with(ad.read_zarr, path, "an AnnData zarr store"), path)
+    return _use_layer(adata, layer, path)
 
 
 def _read_with(reader, path: Path, what: str):
@@ -540,6 +549,33 @@ def _check_hdf5(path: Path):
     if head != _HDF5_SIGNATURE:
         msg = f"{path.name} is not an HDF5/h5ad file (wrong signature); is the extension right?"
         raise FileFormatError(msg)
+
+
+def _as_numbers(adata, path: Path):
+    """``X`` and the layers of ``adata`` as numbers when stored as text (strings of numbers).
+
+    Text that is not a number is refused naming its gene and sample; missing entries (None)
+    become NaN, which the fit refuses by name.
+    """
+    for key in [None, *adata.layers.keys()]:
+        M = adata.X if key is None else adata.layers[key]
+        name = "X" if key is None else f"layer {key!r}"
+        if not isinstance(M, np.ndarray) or M.dtype.kind not in "OUS":
+            continue
+        values = pd.DataFrame(M).apply(lambda col: pd.to_numeric(col, errors="coerce"))
+        given = pd.DataFrame(M).notna().to_numpy()
+        bad = given & values.isna().to_numpy()
+        if bad.any():
+            i, j = (int(v) for v in np.argwhere(bad)[0])
+            msg = (f"{name} of {path.name} holds text, not numbers: {M[i, j]!r} for gene "
+                   f"{str(adata.var_names[j])!r} in sample {str(adata.obs_names[i])!r}")
+            raise DataError(msg)
+        numbers = values.to_numpy(dtype=np.float64)
+        if key is None:
+            adata.X = numbers
+        else:
+            adata.layers[key] = numbers
+    return adata
 
 
 def _use_layer(adata, layer, path: Path):
@@ -562,7 +598,8 @@ def read_h5ad(path, *, layer: str | None = None):
 
     path = require_file(path)
     _check_hdf5(path)
-    return _use_layer(_read_with(ad.read_h5ad, path, "h5ad (corrupted or truncated?)"), layer, path)
+    adata = _as_numbers(_read_with(ad.read_h5ad, path, "h5ad (corrupted or truncated?)"), path)
+    return _use_layer(adata, layer, path)
 
 
 def _read_csv(path: Path, **kwargs) -> pd.DataFrame:
@@ -570,7 +607,8 @@ def _read_csv(path: Path, **kwargs) -> pd.DataFrame:
     sep = "," if fmt == "csv" else "\t"
     try:
         return pd.read_csv(path, sep=sep, **kwargs)
-    except (UnicodeDecodeError, pd.errors.ParserError, OSError, EOFError, ValueError) as exc:
+    except (UnicodeDecodeError, pd.errors.ParserError, OSError, EOFError, ValueError,
+            lzma.LZMAError, zipfile.BadZipFile) as exc:  # (gzip and bz2 raise OSError)
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         msg = f"cannot read {path.name} as a {fmt.upper()} table: {reason}"
         raise FileFormatError(msg) from None

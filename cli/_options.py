@@ -168,7 +168,8 @@ MaxStepsOpt = Annotated[
     ),
 ]
 SeedOpt = Annotated[
-    int, typer.Option("--seed", help="Seed of the random partitions (same seed, same output).")
+    int, typer.Option("--seed", help="Seed of the random partitions, any integer (same seed, "
+                      "same output).")
 ]
 OverwriteOpt = Annotated[
     bool, typer.Option("--overwrite", help="Replace existing outputs (only once complete).")
@@ -176,6 +177,18 @@ OverwriteOpt = Annotated[
 QuietOpt = Annotated[
     bool, typer.Option("--quiet", "-q", help="No summary and no progress display.")
 ]
+
+
+def seed_value(seed: int) -> int:
+    """``--seed`` as numpy and scikit-learn take seeds: itself in [0, 2**32), others hashed into it.
+
+    Any integer is a meaningful seed (-1, 2**70); the same integer always gives the same seed.
+    """
+    if 0 <= seed < 2**32:
+        return seed
+    import numpy as np
+
+    return int(np.random.SeedSequence([int(seed < 0), abs(seed)]).generate_state(1)[0])
 
 
 def _column_list(values) -> list[str] | None:

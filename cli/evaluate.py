@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -34,6 +35,7 @@ from ._options import (
     check_positive,
     check_source_options,
     read_input,
+    seed_value,
 )
 from ._util import (
     Transaction,
@@ -151,13 +153,14 @@ def evaluate(
 
         from ._util import task_progress
 
+        seed = seed_value(seed)
         if splits < 1:
             msg = f"--splits must be at least 1, got {splits}"
             raise UsageError(msg)
         if n_jobs == 0 or n_jobs < -1:
             msg = f"--n-jobs must be a number of workers (1 or more) or -1 (all cores), got {n_jobs}"
             raise UsageError(msg)
-        if train_size <= 0 or (train_size >= 1 and train_size != int(train_size)):
+        if not (0 < train_size < math.inf) or (train_size >= 1 and train_size != int(train_size)):
             msg = ("--train-size must be a fraction in (0, 1) or a whole number of samples, "
                    f"got {train_size:g}")
             raise UsageError(msg)
@@ -274,6 +277,15 @@ def evaluate(
             _stability_summary(stability, frequency)
 
 
+def _pm(mean, spread, fmt: str, none: str = "") -> str:
+    """``mean ± spread`` in the format ``fmt``; the mean alone when there is no spread (NaN)."""
+    if math.isnan(mean):
+        return none or "-"
+    if math.isnan(spread):
+        return fmt.format(mean)
+    return f"{fmt.format(mean)} ± {fmt.format(spread)}"
+
+
 def _logo_summary(logo, groups):
     console = stdout_console()
     n_groups = int(logo["n_groups"].iloc[0])
@@ -291,7 +303,8 @@ def _stability_summary(stability, frequency, top=8):
         table.add_column(col, justify="left" if col == "method" else "right")
     for row in stability.itertuples():
         table.add_row(row.method, f"{row.genes_mean:.1f}",
-                      f"{row.jaccard_mean:.2f} ± {row.jaccard_sd:.2f}", str(row.genes_always))
+                      _pm(row.jaccard_mean, row.jaccard_sd, "{:.2f}", none="- (one partition)"),
+                      str(row.genes_always))
     console.print(table)
     for method in frequency.columns[:1].tolist() + [m for m in frequency.columns
                                                      if m == "L1-logistic"]:
@@ -318,14 +331,16 @@ def _evaluate_summary(summary, results, data, label_key, out, groups=None):
     for row in summary.itertuples():
         table.add_row(
             row.method,
-            f"{100 * row.error_rate_mean:.1f} ± {100 * row.error_rate_se:.1f}",
-            f"{row.genes_mean:.1f} ± {row.genes_se:.1f}",
-            f"{row.log_loss_mean:.3f} ± {row.log_loss_se:.3f}",
+            _pm(100 * row.error_rate_mean, 100 * row.error_rate_se, "{:.1f}"),
+            _pm(row.genes_mean, row.genes_se, "{:.1f}"),
+            _pm(row.log_loss_mean, row.log_loss_se, "{:.3f}"),
             f"{row.ece_pooled:.3f}",
             f"{row.ece_pooled_calibrated:.3f} (95%: {row.ece_pooled_calibrated_q95:.3f})",
             f"{row.confidence_gap:+.3f}",
         )
     console.print(table)
+    if int(summary["n_splits"].iloc[0]) < 2:
+        console.print("one partition: no standard errors (--splits 2 or more for them)")
     console.print(f"log-loss of the training class frequencies: "
                   f"{float(results['log_loss_prior'].mean()):.3f}; ECE pooled over partitions, "
                   "beside what sampling alone gives a calibrated model with the same "

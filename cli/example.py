@@ -48,9 +48,8 @@ def example(
                 table.insert(0, "label", adata.obs["label"].astype(str).to_numpy())
                 table.index.name = "sample_id"
                 sep = "," if fmt == "csv" else "\t"
-                tmp = tx.file(path)
-                compression = "gzip" if path.name.endswith(".gz") else None
-                table.to_csv(tmp, sep=sep, lineterminator="\n", compression=compression)
+                text = table.to_csv(sep=sep, lineterminator="\n").encode("utf-8")
+                tx.file(path).write_bytes(_compressed(text, path))
             else:
                 cls_path = path.with_name(path.name.removesuffix(".gz").removesuffix(".gct")
                                           + ".cls")
@@ -65,3 +64,34 @@ def example(
             "use --floor 100 --cap 16000 --log log10",
             quiet=quiet,
         )
+
+
+def _compressed(data: bytes, path: Path) -> bytes:
+    """``data`` compressed as the name of ``path`` says (.gz, .bz2, .xz, .zip; else as is).
+
+    Without time stamps or temporary names in the headers, so the same data give the same bytes.
+    """
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        import gzip
+
+        return gzip.compress(data, mtime=0)
+    if name.endswith(".bz2"):
+        import bz2
+
+        return bz2.compress(data)
+    if name.endswith(".xz"):
+        import lzma
+
+        return lzma.compress(data, format=lzma.FORMAT_XZ)
+    if name.endswith(".zip"):
+        import io
+        import zipfile
+
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            member = zipfile.ZipInfo(path.name[: -len(".zip")], date_time=(1980, 1, 1, 0, 0, 0))
+            member.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(member, data)
+        return buffer.getvalue()
+    return data

@@ -35,6 +35,7 @@ from ._options import (
     check_source_options,
     class_counts,
     read_input,
+    seed_value,
 )
 from ._util import (
     Transaction,
@@ -92,8 +93,8 @@ def fit(
     max_steps: MaxStepsOpt = None,
     seed: Annotated[
         int,
-        typer.Option("--seed", help="Seed of the inner cross-validation's folds (--criterion cv; "
-                     "same seed, same output)."),
+        typer.Option("--seed", help="Seed of the inner cross-validation's folds (--criterion cv), "
+                     "any integer (same seed, same output)."),
     ] = 0,
     inclusion_penalty: Annotated[
         str,
@@ -208,7 +209,8 @@ def fit(
                 standardize=standardize,
                 symbol_key=symbol_key,
                 max_steps=max_steps,
-                estimator_params={"random_state": seed, "inclusion_penalty": penalty,
+                estimator_params={"random_state": seed_value(seed),
+                                  "inclusion_penalty": penalty,
                                   "max_samples": max_samples, "ml_candidate": ml_candidate,
                                   "multiclass": multiclass.value},
             )

@@ -223,6 +223,60 @@ def test_a_word_in_a_gene_column_is_reported(tmp_path, expression, word):
     assert "s03" not in adata.obs_names
 
 
+def test_h5ad_numbers_stored_as_text(tmp_path, adata_factory):
+    import anndata as ad
+
+    adata = adata_factory(n_samples=8, n_genes=3)
+    path = tmp_path / "t.h5ad"
+    ad.AnnData(adata.X.astype(str), obs=adata.obs, var=adata.var).write_h5ad(path)
+    back = aio.read_data(path)
+    assert back.X.dtype == np.float64
+    np.testing.assert_array_equal(back.X, adata.X)
+    text = adata.X.astype(str)
+    text[3, 2] = "abc"
+    ad.AnnData(text, obs=adata.obs, var=adata.var).write_h5ad(path)
+    with pytest.raises(DataError, match=r"X of t\.h5ad holds text, not numbers: 'abc' for gene "
+                                        r"'G2' in sample 's03'"):
+        aio.read_data(path)
+
+
+@pytest.mark.parametrize(("edit", "pattern"), [
+    (lambda a: setattr(a, "obs_names", ["s0"] * a.n_obs),
+     r"1 duplicated sample name\(s\) \(s0\); .*obs_names_make_unique"),
+    (lambda a: setattr(a, "var_names", ["G0", "", "G2"]), r"gene name number 2 is empty"),
+    (lambda a: setattr(a, "var_names", ["G0", "G\t1", "G2"]),
+     r"gene name 'G\\t1' holds a tab, line break or other control character"),
+    (lambda a: setattr(a, "obs_names", [f"s{i}\n" for i in range(a.n_obs)]),
+     r"sample name 's0\\n' holds a tab, line break"),
+])
+def test_names_that_break_the_outputs_are_refused(tmp_path, adata_factory, edit, pattern):
+    adata = adata_factory(n_samples=8, n_genes=3)
+    edit(adata)
+    path = tmp_path / "t.h5ad"
+    adata.write_h5ad(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # anndata's about names that repeat
+        with pytest.raises(DataError, match=pattern):
+            aio.read_data(path)
+
+
+def test_no_samples_or_genes(tmp_path, adata_factory):
+    adata = adata_factory(n_samples=8, n_genes=3)
+    path = tmp_path / "t.h5ad"
+    adata[:0].copy().write_h5ad(path)
+    with pytest.raises(DataError, match=r"t\.h5ad holds 0 samples x 3 genes: nothing to fit"):
+        aio.read_data(path)
+
+
+@pytest.mark.parametrize("suffix", [".csv.xz", ".csv.gz", ".csv.bz2", ".csv.zip"])
+def test_a_compression_suffix_on_plain_text_is_refused(tmp_path, suffix):
+    # A plain .csv.xz was an internal error (LZMAError).
+    path = tmp_path / f"t{suffix}"
+    path.write_text("sample,label,G1\ns1,a,1\n")
+    with pytest.raises(FileFormatError, match=rf"cannot read t\{suffix} as a CSV table"):
+        aio.read_data(path)
+
+
 def test_row_numbers_are_not_genes(tmp_path, expression):
     # An id column (here the UCI row number of a shuffled table, named like a gene would not be)
     # is set aside by its name or, whatever its name, by its content: each of n consecutive
