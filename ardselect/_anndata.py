@@ -195,11 +195,17 @@ def _rank_core(
     pre = Preprocessor(
         log=log, pseudocount=pseudocount, floor=floor, cap=cap, standardize=standardize
     ).fit(X, feature_names=gene_names)
+    params = dict(estimator_params or {})
+    if params.get("constant_features") == "raise" and pre.n_dropped_:
+        # (the estimator never sees them: the preprocessing drops constant genes first)
+        shown = ", ".join(map(repr, gene_names[~pre.keep_][:5]))
+        msg = (f"{pre.n_dropped_} gene(s) are constant (e.g. {shown}); drop them or pass "
+               "constant_features='warn' or 'ignore'")
+        raise DataError(msg)
     Z = pre.transform(X)
     kept = np.flatnonzero(pre.keep_)
     kept_names = gene_names[kept]
 
-    params = dict(estimator_params or {})
     if max_steps is not None:
         params["max_steps"] = int(max_steps)
     est = ARDClassifier(criterion=criterion, **params)

@@ -46,6 +46,12 @@ __all__ = ["INTERCEPT", "ConstantFeatureWarning", "basis_constraints"]
 INTERCEPT = "(intercept)"
 
 
+#: Root mean squares of a basis column the path accepts. A weight's precision in input units is
+#: its precision at unit scale times the square of the column's scale (and its variance divided by
+#: it): outside this range one of them overflows or vanishes in float64.
+SCALE_RANGE = (1e-150, 1e150)
+
+
 class ConstantFeatureWarning(UserWarning):
     """Constant features were left out of the model (``constant_features="warn"``)."""
 
@@ -173,6 +179,21 @@ class _ARDPathEstimator(SelectorMixin, BaseEstimator):
             names = basis.function_names(np.arange(X.shape[0]))
         Phi_s, scale, nonzero = unit_rms(self._basis_matrix(X))
         allowed &= nonzero
+        far = nonzero & ((scale < SCALE_RANGE[0]) | (scale > SCALE_RANGE[1]))
+        if far.any():
+            j = int(np.flatnonzero(far)[0])
+            name = (list(names) + [INTERCEPT])[j]
+            what = "feature" if is_features else "basis function"
+            msg = (f"{int(far.sum())} {what}(s) have values of order {scale[j]:.0e} (e.g. "
+                   f"{str(name)!r}), outside {SCALE_RANGE[0]:.0e} to {SCALE_RANGE[1]:.0e}, where "
+                   "the precisions and variances of the weights (which scale with the square of a "
+                   "feature) stay finite; rescale X (e.g. standardise each feature)")
+            raise DataError(msg)
+        if not allowed[:n_basis].any():
+            # (the path would have no function to start from, the intercept aside)
+            why = "every feature is constant" if is_features else "every basis function is zero"
+            msg = f"nothing can enter the model: {why}; give features that vary between samples"
+            raise DataError(msg)
         self._is_features = is_features
         self._n_basis = n_basis
         self._icol = n_basis if self.fit_intercept else -1

@@ -171,8 +171,20 @@ def unit_rms(Phi):
         return Phi.unit_rms()
     if sp.issparse(Phi):
         scale = np.sqrt(np.asarray(Phi.multiply(Phi).mean(axis=0)).ravel())
+        peak = np.asarray(abs(Phi).max(axis=0).todense()).ravel()
     else:
-        scale = np.sqrt(np.mean(Phi * Phi, axis=0))
+        with np.errstate(over="ignore", under="ignore"):
+            scale = np.sqrt(np.mean(Phi * Phi, axis=0))
+        peak = np.max(np.abs(Phi), axis=0) if Phi.shape[0] else np.zeros(Phi.shape[1])
+    # Squares of values beyond about 1e154 overflow, and below about 1e-162 underflow to 0 (a
+    # column of X * 1e-200 looked all-zero and left the model); such columns are measured
+    # relative to their largest value instead. Other columns keep the plain formula's bits.
+    odd = (peak > 0) & ~((scale > 0) & np.isfinite(scale))
+    if odd.any():
+        cols = np.flatnonzero(odd)
+        block = Phi[:, cols].toarray() if sp.issparse(Phi) else Phi[:, cols]
+        scale = scale.copy()
+        scale[cols] = peak[cols] * np.sqrt(np.mean((block / peak[cols]) ** 2, axis=0))
     nonzero = scale > 0
     scale = np.where(nonzero, scale, 1.0)
     Phi_s = sp.csc_matrix(Phi @ sp.diags(1.0 / scale)) if sp.issparse(Phi) else Phi / scale

@@ -42,6 +42,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 
 import numpy as np
 from scipy.linalg import lapack
@@ -642,6 +643,16 @@ def ep_probit(X, y, alpha, *, loo_prob_scale=50.0, damping=1.0, tol=1e-8, max_it
     >>> bool(res.mean[0] > 1.0)
     True
     """
+    for name, value in (("loo_prob_scale", loo_prob_scale), ("tol", tol)):
+        if not (isinstance(value, Real) and 0 < value < np.inf):
+            msg = f"{name} must be a positive number; got {value!r}."
+            raise ValueError(msg)
+    if not (isinstance(max_iter, Integral) and max_iter >= 1):
+        msg = f"max_iter must be an integer >= 1; got {max_iter!r}."
+        raise ValueError(msg)
+    if route not in (None, "weight", "sample"):
+        msg = f"route must be None, 'weight' or 'sample'; got {route!r}."
+        raise ValueError(msg)
     X = check_design(X, estimator_name="ep_probit")
     alpha = np.asarray(alpha, dtype=np.float64).ravel()
     if alpha.shape[0] != X.shape[1]:
@@ -656,6 +667,13 @@ def ep_probit(X, y, alpha, *, loo_prob_scale=50.0, damping=1.0, tol=1e-8, max_it
     Xa = Xa.toarray() if hasattr(Xa, "toarray") else np.asarray(Xa)
     P = t[:, None] * Xa
     st = run_ep(P, alpha[active], damping=damping, tol=tol, max_iter=max_iter, route=route)
+    if not (np.isfinite(st.log_evidence) and np.isfinite(st.post.mean).all()
+            and np.isfinite(st.tau).all() and np.isfinite(st.nu).all()):
+        # (no silent NaN: an overflow in the algebra is refused, not returned as converged)
+        peak = float(np.max(np.abs(Xa))) if Xa.size else 0.0
+        msg = (f"EP gave a non-finite evidence or posterior (the largest |x| in the model's "
+               f"columns is {peak:.3g}); rescale X (e.g. standardise each column) or raise alpha")
+        raise DataError(msg)
     if not st.converged:
         import warnings
 

@@ -211,7 +211,10 @@ def _gamma_tail_rejection(shape, rate, lower, upper, rng):
     """Rejection sampler for Gamma(shape, rate) on [lower, upper] when rate * lower >> shape."""
     lam = rate - max(shape - 1.0, 0.0) / lower  # (k,) > 0 because rate * lower > 700 >> shape
     out = np.empty_like(rate)
-    todo = np.arange(rate.size)
+    # An interval of one point has no other value (the proposal would never land in it).
+    point = lower >= upper
+    out[point] = upper[point]
+    todo = np.flatnonzero(~point)
     while todo.size:
         lo = lower[todo]
         x = lo + rng.exponential(1.0, todo.size) / lam[todo]
@@ -724,7 +727,17 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
             raise DataError(msg)
         N, M = Phi.shape
         col_sq = np.einsum("ij,ij->j", Phi, Phi)  # (M,) data precision ||Phi_j||^2 of each weight
-        lo_vec = np.maximum(np.maximum(lo, _ALPHA_FLOOR_REL * col_sq), _ALPHA_FLOOR)  # (M,)
+        floor = _ALPHA_FLOOR_REL * col_sq  # (M,)
+        if self.sample_alpha and np.any(floor >= hi):
+            # Clipped to alpha_max, the precisions of these weights would be pinned there, their
+            # weights held near 0 (and the tail sampler of the precision never accepts a draw).
+            j = int(np.argmax(floor))
+            msg = (f"{int((floor >= hi).sum())} basis function(s) have a squared norm up to "
+                   f"{col_sq[j]:.3g} (largest |x| in X: {np.max(np.abs(X)):.3g}): their precision "
+                   f"floor ({floor[j]:.3g}, 1e-8 times that) reaches alpha_max ({hi:.3g}) and "
+                   "would pin their weights at 0; standardise X (or raise alpha_max)")
+            raise DataError(msg)
+        lo_vec = np.maximum(np.maximum(lo, floor), _ALPHA_FLOOR)  # (M,)
         lo_vec = np.minimum(lo_vec, hi)
         alpha0 = self._alpha_start(M, lo_vec, hi)
         positive = y_idx == 1
@@ -770,6 +783,11 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
                 C * (self.n_burnin + K * self.thin),
             )
         self.n_iter_ = self.n_burnin + K * self.thin
+        if not (np.isfinite(W).all() and np.isfinite(S).all()):
+            # (no silent NaN draws: an overflow in the algebra is refused)
+            msg = (f"{int((~np.isfinite(W)).sum())} weight draws are not finite: the basis values "
+                   f"(up to {np.max(np.abs(Phi)):.3g}) overflow the sampler's algebra; standardise X")
+            raise DataError(msg)
         n_basis = M - int(self.fit_intercept)  # the intercept is the last column
         self.coef_samples_ = W[:, :, :n_basis]
         self.alpha_samples_ = A[:, :, :n_basis]

@@ -370,3 +370,13 @@ def test_model_reads_its_input_space(space):
     frame = pd.DataFrame(counts, index=adata.obs_names, columns=adata.var_names)
     pd.testing.assert_frame_equal(from_space, model.predict_proba(frame))
     assert (model.predict(adata) == y).mean() > 0.9
+
+
+def test_constant_features_raise_reaches_the_preprocessed_genes(adata_factory):
+    # The preprocessing drops constant genes before the estimator sees them, so
+    # constant_features="raise" never raised.
+    adata = adata_factory(n_samples=12, n_genes=4)
+    adata.X[:, 2] = 5.0
+    with pytest.raises(DataError, match=r"1 gene\(s\) are constant \(e\.g\. 'G2'\); drop them or "
+                                        r"pass constant_features='warn' or 'ignore'"):
+        ardselect.rank_genes(adata, "label", estimator_params={"constant_features": "raise"})

@@ -327,3 +327,30 @@ def test_compiled_sweeps_equal_the_numpy_loop_on_hard_random_problems(monkeypatc
         assert fast.log_evidence == pytest.approx(ref.log_evidence, rel=1e-10, abs=1e-10)
         np.testing.assert_allclose(fast.post.mean, ref.post.mean, rtol=1e-8, atol=1e-12)
     assert len(calls) == 100  # every "fast" run went through the compiled loop
+
+
+@pytest.mark.parametrize(("kwargs", "pattern"), [
+    ({"loo_prob_scale": float("nan")}, r"loo_prob_scale must be a positive number; got nan"),
+    ({"loo_prob_scale": 0.0}, r"loo_prob_scale must be a positive number"),
+    ({"tol": float("inf")}, r"tol must be a positive number; got inf"),
+    ({"max_iter": 0}, r"max_iter must be an integer >= 1; got 0"),
+    ({"route": "weights"}, r"route must be None, 'weight' or 'sample'; got 'weights'"),
+])
+def test_ep_probit_checks_its_parameters(kwargs, pattern):
+    # A bad route was a numba TypingError; loo_prob_scale=nan was accepted.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 2))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(ValueError, match=pattern):
+        ep_probit(X, y, [1.0, 1.0], **kwargs)
+
+
+def test_ep_probit_refuses_an_overflowing_fit():
+    # On X * 1e200 it returned NaN evidence with converged=True.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 2))
+    y = (X[:, 0] > 0).astype(int)
+    with np.errstate(all="ignore"), pytest.raises(DataError, match=r"EP gave a non-finite "
+                                                               r"evidence or posterior \(the "
+                                                               r"largest \|x\| .* is 2\.\d+e\+200\)"):
+        ep_probit(X * 1e200, y, [1.0, 1.0])

@@ -804,3 +804,27 @@ def test_invariants_for_any_seed(sweep_seed):
     # of an unmixed run's draws saturate at each class, P = 0.5 up to the last bit of exp).
     tie = np.abs(P[:, 1] - 0.5) <= 1e-15
     assert np.array_equal(clf.predict(X)[~tie], clf.classes_[(P[~tie, 1] > 0.5).astype(int)])
+
+
+@pytest.mark.parametrize("factor", [1.0, 1e12])
+def test_raw_intensities_under_a_linear_kernel_are_refused(factor):
+    # Golub's raw intensities (up to 16,000) under the default linear kernel gave no result in
+    # 150 s: the precision floor of every weight (1e-8 x its squared norm) lay above alpha_max,
+    # and the tail sampler never accepted a draw in the one-point interval; times 1e12 the chains
+    # returned NaN draws.
+    rng = np.random.default_rng(0)
+    X = rng.uniform(100, 16000, size=(30, 8)) * factor
+    y = np.arange(30) % 2
+    with pytest.raises(DataError, match=r"30 basis function\(s\) have a squared norm up to .*"
+                                        r"reaches alpha_max \(1e\+10\) and would pin their "
+                                        r"weights at 0; standardise X"):
+        GibbsRVMClassifier(n_draws=5, n_burnin=5, n_chains=1, random_state=0).fit(X, y)
+
+
+def test_truncated_gamma_on_a_single_point():
+    rng = np.random.default_rng(0)
+    out = gb._gamma_tail_rejection(1.5, np.array([1e3, 2e3]), np.array([5.0, 1.0]),
+                                   np.array([5.0, 9.0]), rng)
+    assert out[0] == 5.0
+    assert 1.0 <= out[1] <= 9.0
+
