@@ -233,8 +233,11 @@ class _PathLoop:
     refreshes the likelihood approximation (:meth:`_refresh`) and records the step
     (:meth:`_record`). Because the refresh moves the sites, an addition can lower the path's own
     objective (:meth:`_objective_at`: the log evidence less the genes' penalty); such an addition
-    is undone, not recorded, and the gene is not offered again on this path, which rules out
-    add / delete cycles. A gene is not re-estimated twice in a row (its optimum can flip between
+    is undone, not recorded, and the gene is not offered again on this path. A deletion can lower
+    the objective too (it is kept: the path may go on from there), after which re-adding the gene
+    raises it; when a deletion of the same gene lowers the objective a second time, the path is
+    cycling between the two: that deletion is undone and the loop ends. This rules out add /
+    delete cycles. A gene is not re-estimated twice in a row (its optimum can flip between
     two values as the sites move). The loop ends when no action gains more than ``tol``, after
     ``max_steps`` recorded steps, when the objective has not risen by ``tol`` over the last
     ``patience`` steps, or when ``stop(stats)`` accepts a step's records.
@@ -292,6 +295,7 @@ class _PathLoop:
         """Run the steps from the recorded start with precisions ``alpha`` (changed in place)."""
         m = alpha.shape[0]
         no_add = np.zeros(m, dtype=bool)
+        cut_once = np.zeros(m, dtype=bool)  # genes whose deletion lowered the objective
         last_re = -1
         taken = 0
         budget = self.max_steps + m  # each gene can be rejected at most once
@@ -310,13 +314,21 @@ class _PathLoop:
                 self.converged = True
                 break
             refit, stats, now = self._refresh(active, alpha[active])
-            if act_j == ADD:
+            if act_j in (ADD, DELETE):
                 prev = self._objective_at(self._n_recorded() - 1)
-                if prev is not None and now < prev - 1e-9 * (1.0 + abs(prev)):
+                fell = prev is not None and now < prev - 1e-9 * (1.0 + abs(prev))
+                if fell and act_j == ADD:
                     alpha[j] = old_alpha
                     no_add[j] = True
                     self.n_rejected += 1
                     continue
+                if fell and cut_once[j]:
+                    # Deleting j lowered the objective before, and j came back by an addition
+                    # that raised it: the path would repeat the pair. Undo and stop here.
+                    alpha[j] = old_alpha
+                    self.converged = True
+                    break
+                cut_once[j] |= fell
             self._accepted(j, extra, old_alpha, alpha[j])
             last_re = j if act_j == REESTIMATE else -1
             taken += 1
@@ -340,7 +352,8 @@ class SequentialPath(_PathLoop):
 
     Each action is chosen for the current ``(b, t)``. Because the refresh moves ``(b, t)``, an addition
     can lower the model's own objective (``stats["log_evidence"]``): such an addition is undone and the
-    feature is not offered again on this path, which rules out add / delete cycles. A feature is not
+    feature is not offered again on this path; a second deletion of one feature that lowers it ends
+    the path (:class:`_PathLoop`); this rules out add / delete cycles. A feature is not
     re-estimated twice in a row. As a last guard, the path stops when the objective has not risen by
     more than ``tol`` over the last ``patience`` steps.
 

@@ -510,10 +510,6 @@ def test_12_library(rng):
 # ------------------------------------------------------------------------------ 13. path cycles
 
 
-@pytest.mark.xfail(strict=True, reason="the path loop's cycle guard watches additions only: a "
-                   "deletion that lowers the objective, followed by the re-addition that raises "
-                   "it, repeats until the patience rule stops it (not fixed here: the fix changes "
-                   "the pinned reference path of tests/reference)")
 def test_13_a_deletion_that_lowers_the_objective_does_not_cycle():
     # PBMC 'CD4+/CD25 T Reg' on raw.X deleted and re-added SPIB every five steps from about
     # step 120 to 215: each deletion cost more evidence than the penalty it saved.
