@@ -57,13 +57,23 @@ _RANKED_COLUMNS = (
     "alpha",
     "entered_step",
     "log_bf",
-    "pip",
     "p_sign",
     "z",
     "log_bf_marginal",
+    "cv_frequency",
+    "t_stat",
+    "log2_fc",
+    "direction",
+    "note",
 )
 #: Per-gene certainty columns of the ranked table, also written to ``var`` (and ``varm``).
-_CERTAINTY = ("log_bf", "pip", "p_sign", "log_bf_marginal")
+_CERTAINTY = ("log_bf", "p_sign", "log_bf_marginal", "cv_frequency", "t_stat")
+#: The note of a selected gene whose weight has the opposite sign of its class difference.
+OPPOSITE_NOTE = "weight opposite to the class difference (conditional on the other genes)"
+#: Columns of the frontier table (``ARDClassifier.cv_results_`` with the class labels).
+_FRONTIER_COLUMNS = ("class", "n_genes", "step", "cv_log_loss", "cv_log_loss_se", "cv_error",
+                     "cv_error_se", "temperature", "variance_scale", "offset",
+                     "cv_log_loss_final", "chosen", "one_se")
 _PATH_COLUMNS = (
     "class",
     "step",
@@ -85,7 +95,9 @@ class RankResult:
     positive: object  # positive class (binary), or None
     ranked: pd.DataFrame  # _RANKED_COLUMNS, every gene (per problem), rank order
     path: pd.DataFrame  # _PATH_COLUMNS
+    frontier: pd.DataFrame  # _FRONTIER_COLUMNS (empty without criterion="cv")
     chosen_step: dict  # problem class label -> chosen step
+    log2_fc: dict  # class label -> (n_genes,) log2 fold change against the rest (scanpy's)
     preprocessor: Preprocessor
     estimator: object
     model: PortableModel
@@ -154,6 +166,7 @@ def _rank_core(
     estimator_params: Mapping | None = None,
     model_extra: Mapping | None = None,
     sample_names=None,
+    log1p_base: float | None = None,
 ) -> RankResult:
     """Preprocess, fit the ARD classifier and tabulate its results (arrays in, tables out).
 
@@ -259,10 +272,11 @@ def _rank_core(
                         "entered_step": pd.array([pd.NA] * dropped.size, dtype="Int64"),
                         # Dropped before the fit (constant): no evidence either way.
                         "log_bf": np.nan,
-                        "pip": 0.0,
                         "p_sign": np.nan,
                         "z": np.nan,
                         "log_bf_marginal": np.nan,
+                        "cv_frequency": np.nan,
+                        "t_stat": np.nan,
                     }
                 )
             )
@@ -270,6 +284,8 @@ def _rank_core(
         for (_cls, block), add in zip(ranked.groupby("class", sort=False), extra, strict=True):
             parts.extend([block, add])
         ranked = pd.concat(parts, ignore_index=True)
+    lfc = _log_fold_changes(X, labels, pre, log1p_base=log1p_base)
+    ranked = _with_directions(ranked, lfc, gene_names, classes, positive)
     ranked = ranked[list(_RANKED_COLUMNS)].reset_index(drop=True)
     ranked["rank"] = ranked["rank"].astype(np.int64)
     ranked["selected"] = ranked["selected"].astype(bool)
@@ -288,6 +304,12 @@ def _rank_core(
         int(s) == chosen_step.get(c, -1) for c, s in zip(path["class"], path["step"], strict=True)
     ]
     path = path[list(_PATH_COLUMNS)].reset_index(drop=True)
+    frontier = pd.DataFrame(getattr(est, "cv_results_", pd.DataFrame()))
+    if len(frontier):
+        frontier["class"] = [label_of[c] for c in frontier["class"]]
+        frontier = frontier[list(_FRONTIER_COLUMNS)].reset_index(drop=True)
+    else:
+        frontier = pd.DataFrame(columns=list(_FRONTIER_COLUMNS))
 
     extra = {
         "criterion": criterion,
@@ -301,7 +323,9 @@ def _rank_core(
         positive=positive,
         ranked=ranked,
         path=path,
+        frontier=frontier,
         chosen_step=chosen_step,
+        log2_fc=lfc,
         preprocessor=pre,
         estimator=est,
         model=model,
@@ -420,9 +444,10 @@ def rank_genes(
     use_raw : bool, default=False
         Use ``adata.raw.X`` (its genes must be ``adata``'s).
     criterion : {"cv", "loo", "loo-prob", "evidence"}, default="cv"
-        Model choice (see :class:`~ardselect.ARDClassifier`): by inner cross-validation among the
-        path's model, the screened models and the ML candidate (``"cv"``, seeded by ``estimator_params``'
-        ``random_state``, 0 by default), or on the path by the paper's criteria.
+        Model choice (see :class:`~ardselect.ARDClassifier`): the model size of lowest held-out
+        log-loss along the path, by inner cross-validation (``"cv"``, seeded by
+        ``estimator_params``' ``random_state``, 0 by default), or on the path by the paper's
+        criteria.
     log : {"auto", "none", "log2", "log10", "ln"}, default="auto"
         Log transform, ``log_b(x + pseudocount)``; ``"auto"`` takes ``log2`` when the bulk of the
         genes look like counts or raw intensities and nothing otherwise
@@ -456,24 +481,24 @@ def rank_genes(
         * ``var[f"{key}_weight"]`` (float64): posterior mean weight of the standardised gene, 0
           outside the model (multi-class: in the problem of the class where it ranks best);
         * ``var[f"{key}_weight_sd"]`` (float64): its posterior standard deviation;
-        * ``var[f"{key}_log_bf"]``, ``var[f"{key}_pip"]``, ``var[f"{key}_p_sign"]``,
-          ``var[f"{key}_log_bf_marginal"]`` (float64): the gene's log Bayes factor for being in
-          the chosen model, its posterior inclusion probability, the probability that its weight
-          has the sign of ``weight``, and its one-gene log Bayes factor (see
-          :meth:`ardselect.ARDClassifier.ranked_features`; NaN / 0 / NaN / NaN for constant genes);
+        * ``var[f"{key}_log_bf"]``, ``var[f"{key}_p_sign"]``, ``var[f"{key}_log_bf_marginal"]``,
+          ``var[f"{key}_cv_frequency"]``, ``var[f"{key}_t_stat"]`` (float64): the gene's log Bayes
+          factor for being in the chosen model, the probability that its weight has the sign of
+          ``weight``, its one-gene log Bayes factor, its share of the inner cross-validation's
+          fold models of the chosen size, and Welch's t of the class against the rest (see
+          :meth:`ardselect.ARDClassifier.ranked_features`; NaN for constant genes);
         * multi-class only: ``var[f"{key}_class"]`` (str), the class where the gene ranks best,
           and ``varm[f"{key}_rank"]`` (int64), ``varm[f"{key}_weight"]`` (float64),
-          ``varm[f"{key}_selected"]`` (bool), ``varm[f"{key}_log_bf"]``, ``varm[f"{key}_pip"]``,
-          ``varm[f"{key}_p_sign"]``, ``varm[f"{key}_log_bf_marginal"]`` (float64), each
-          (n_vars, n_classes) with columns in
-          ``uns[key]["problems"]`` order;
+          ``varm[f"{key}_selected"]`` (bool) and the five certainty columns above (float64),
+          each (n_vars, n_classes) with columns in ``uns[key]["problems"]`` order;
         * ``uns[key]``: ``params`` (every argument and the ardselect version), ``classes``
           (str array), ``problems`` (str array: the class of each binary problem), ``positive`` (str),
           ``chosen_step`` (int array aligned with ``problems``; :func:`ardselect.get.chosen_steps`
           gives a dict), ``n_fit_samples`` (the samples the model was fitted on: every one, or
           the stratified sketch of ``estimator_params["max_samples"]``), ``ranked`` and
-          ``path`` (tables as dicts of columns; read them with
-          :func:`ardselect.get.ranked_genes_df` and :func:`ardselect.get.path_df`),
+          ``path`` and ``frontier`` (tables as dicts of columns; read them with
+          :func:`ardselect.get.ranked_genes_df`, :func:`ardselect.get.path_df` and
+          :func:`ardselect.get.frontier_df`),
           ``preprocessing`` (what was applied, including ``n_dropped`` constant genes) and
           ``model_json`` (the portable model as JSON text; see :func:`ardselect.get.model`);
         * ``uns[key]`` also holds the layout of ``scanpy.tl.rank_genes_groups``, so that
@@ -589,15 +614,39 @@ def rank_genes(
         estimator_params=estimator_params,
         model_extra={"label_key": groupby, "input": {"layer": layer, "use_raw": bool(use_raw)}},
         sample_names=adata.obs_names,
+        log1p_base=_log1p_base(adata),
     )
     _write_results(adata, result, key_added, params, symbol_key=skey)
-    lfc = _log_fold_changes(X, adata.obs[groupby].astype(str).to_numpy(), result.preprocessor,
-                            log1p_base=_log1p_base(adata))
-    record = _scanpy_record(result, adata.var_names, lfc)
+    record = _scanpy_record(result, adata.var_names, result.log2_fc)
     if record is not None:
         adata.uns[key_added].update(record)
         adata.uns[key_added]["params"].update(_SCANPY_PARAMS)
     return adata if copy else None
+
+
+def _with_directions(ranked, lfc, gene_names, classes, positive):
+    """The ranked table with each gene's direction in the data and a note where the model differs.
+
+    ``direction`` is ``"up"`` or ``"down"``: the sign of ``t_stat``, the class against the rest
+    (for two classes: the positive class against the other), empty when undefined. ``log2_fc`` is
+    scanpy's log2 fold change of the same contrast (NaN unless the data are on a non-negative log
+    scale). A selected gene whose weight has the other sign gets :data:`OPPOSITE_NOTE`.
+    """
+    ranked = ranked.copy()
+    column = {str(g): j for j, g in enumerate(gene_names)}
+    idx = np.array([column[str(g)] for g in ranked["gene"]])
+    fc = np.full(len(ranked), np.nan)
+    for cls in dict.fromkeys(ranked["class"]):
+        rows = (ranked["class"] == cls).to_numpy()
+        if cls in lfc:
+            fc[rows] = lfc[cls][idx[rows]]
+    ranked["log2_fc"] = fc
+    t = ranked["t_stat"].to_numpy(float)
+    ranked["direction"] = np.where(t > 0, "up", np.where(t < 0, "down", ""))
+    w = ranked["mean"].to_numpy(float)
+    opposite = ranked["selected"].to_numpy(bool) & (np.sign(w) * np.sign(t) < 0)
+    ranked["note"] = np.where(opposite, OPPOSITE_NOTE, "")
+    return ranked
 
 
 #: ``params`` entries that scanpy's readers of ``rank_genes_groups`` results look for.
@@ -765,6 +814,7 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
         "chosen_step": np.array([int(result.chosen_step[p]) for p in problems], dtype=np.int64),
         "ranked": _table_to_uns(ranked),
         "path": _table_to_uns(result.path),
+        "frontier": _table_to_uns(result.frontier),
         # Samples the model was fitted on: all of them, or the stratified sketch (max_samples).
         "n_fit_samples": int(adata.n_obs if getattr(result.estimator, "sketch_", None) is None
                              else len(result.estimator.sketch_)),

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import log_ndtr, logsumexp
 
-__all__ = ["inclusion_certainty", "leave_one_out_sq"]
+__all__ = ["class_contrast", "inclusion_certainty", "leave_one_out_sq"]
 
 #: Gauss-Legendre nodes over log g. The integrand is smooth in log g; its features sit near
 #: g ~ 1/s and g ~ s / q^2, which for the designs we see lie between 1e-9 and 1e3 times g_max.
@@ -85,3 +85,35 @@ def inclusion_certainty(s, q, g_max, prior_inclusion=0.5):
     log_odds = log_bf + np.log(prior_inclusion) - np.log1p(-prior_inclusion)
     pip = np.exp(-np.logaddexp(0.0, -log_odds))
     return log_bf, pip, np.clip(p_positive, 0.0, 1.0)
+
+
+def class_contrast(design, in_class):
+    """Welch's t statistic of every column: the rows ``in_class`` against the others.
+
+    ``design`` is ``(n, m)``, dense, sparse or a :class:`ardselect._lazy.LazyDesign` (two passes
+    over its chunks); ``in_class`` a boolean ``(n,)``. Positive where the column's mean is higher
+    in the class. NaN where both groups are constant (the statistic is undefined) or a group has
+    fewer than two rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 5.0], [2.0, 5.0], [3.0, 5.0], [4.0, 5.0]])
+    >>> np.round(class_contrast(X, np.array([False, False, True, True])), 3)
+    array([2.828,   nan])
+    """
+    from ._sequential import _col_sq_norms_weighted
+
+    c = np.asarray(in_class, dtype=np.float64)
+    n1, n0 = float(c.sum()), float((1.0 - c).sum())
+    if n1 < 2 or n0 < 2:
+        return np.full(design.shape[1], np.nan)
+    sums = np.asarray(design.T @ np.column_stack([c, 1.0 - c]))  # (m, 2)
+    sq1 = _col_sq_norms_weighted(design, c)
+    sq0 = _col_sq_norms_weighted(design, 1.0 - c)
+    m1, m0 = sums[:, 0] / n1, sums[:, 1] / n0
+    v1 = np.maximum(sq1 - n1 * m1 * m1, 0.0) / (n1 - 1.0)
+    v0 = np.maximum(sq0 - n0 * m0 * m0, 0.0) / (n0 - 1.0)
+    se = np.sqrt(v1 / n1 + v0 / n0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(se > 0, (m1 - m0) / se, np.nan)

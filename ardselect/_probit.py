@@ -119,13 +119,14 @@ def ovr_log_proba(z, combine_temperature=1.0):
     return log_odds - (top + np.log(np.exp(log_odds - top).sum(axis=1, keepdims=True)))
 
 
-def probit_log_proba(mean, var, temperature=None, combine_temperature=1.0, variance_scale=None):
+def probit_log_proba(mean, var, temperature=None, combine_temperature=1.0, variance_scale=None,
+                     offset=None):
     """Log class probabilities of probit problems from the posterior moments of their latents.
 
-    The one prediction rule of the EP probit models (:class:`ardselect.ARDClassifier` and the portable
-    model): ``P_k = Phi(T_k m_k / sqrt(1 + s_k v_k))``, the probit integrated over a Gaussian latent,
-    calibrated by a temperature ``T_k`` and a variance scale ``s_k`` (both 1 unless fitted by
-    ``criterion="cv"``), combined by :func:`ovr_log_proba`.
+    The one prediction rule of the EP probit models (:class:`ardselect.ARDClassifier` and the
+    portable model): ``P_k = Phi(a_k + T_k m_k / sqrt(1 + s_k v_k))``, the probit integrated over a
+    Gaussian latent, calibrated by an offset ``a_k``, a temperature ``T_k`` and a variance scale
+    ``s_k`` (0, 1 and 1 unless fitted by ``criterion="cv"``), combined by :func:`ovr_log_proba`.
 
     Parameters
     ----------
@@ -137,13 +138,17 @@ def probit_log_proba(mean, var, temperature=None, combine_temperature=1.0, varia
         Temperature of the multi-class combination.
     variance_scale : ndarray of shape (k,), optional
         Per-problem share of the latent variance the predictive counts (default 1).
+    offset : ndarray of shape (k,), optional
+        Per-problem calibration offset, in latent units (default 0).
 
     Returns
     -------
     ndarray of shape (n, 2) for ``k = 1``, else (n, k)
     """
-    return ovr_log_proba(moderated_latent(mean, var, temperature, variance_scale),
-                         combine_temperature)
+    z = moderated_latent(mean, var, temperature, variance_scale)
+    if offset is not None:
+        z = z + np.asarray(offset, dtype=np.float64)
+    return ovr_log_proba(z, combine_temperature)
 
 
 def moderated_latent(mean, var, temperature=None, variance_scale=None):

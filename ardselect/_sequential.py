@@ -528,3 +528,73 @@ class SequentialPath(_PathLoop):
         k = len(self.steps)
         self.steps.append(Step(k, action, j, active, alpha_active.copy(), stats, state))
         self._log(k)
+
+    def prune(self, sizes=None, max_reestimates=None):
+        """Continue a finished path down to smaller models: the *pruning tail*.
+
+        The path proper ends where no action gains more than ``tol``; models smaller than that
+        are not on it. The tail goes on from there by backward elimination to each size of
+        ``sizes`` below the current one (default: every size down to 1 gene): the genes whose
+        deletion costs the objective least are deleted (action ``"prune"``, although the
+        objective falls), the sites are refreshed, and the remaining precisions are
+        re-estimated (or further genes deleted, where that gains) until no such action gains
+        more than ``tol`` or ``max_reestimates`` steps were taken (default: the number of genes
+        in the model). Going down to a size several genes smaller deletes them at once, by
+        their individual deletion costs. Held features (``fixed``) are never deleted. Only the
+        model's own columns are scored, so a tail step costs ``O(n d^2)``, not a pass over the
+        design.
+        """
+        if not self.steps:
+            return self
+        alpha = np.full(self.model.design.shape[1], np.inf)
+        last = self.steps[-1]
+        alpha[last.active] = last.alpha
+        fixed_idx = np.fromiter(self.fixed.keys(), dtype=np.intp, count=len(self.fixed))
+
+        def genes(active):
+            return int(active.size - np.isin(active, fixed_idx).sum())
+
+        active = np.flatnonzero(np.isfinite(alpha))
+        d0 = genes(active)
+        # The intercept-only model (0 genes) exists only when a feature is held in every model.
+        low = 0 if fixed_idx.size else 1
+        targets = range(d0 - 1, low - 1, -1) if sizes is None else sorted(
+            {int(k) for k in sizes if low <= int(k) < d0}, reverse=True)
+        for target in targets:
+            if genes(active) <= target:
+                continue
+            b, t, post, _ = self._current
+            S, Q = score_candidates(self.model.columns(active), post, b, t)
+            a = alpha[active]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                g_del = 0.5 * (Q * Q / (S - a) - np.log1p(-S / a))
+            g_del = np.where(np.isfinite(g_del), g_del, -np.inf)
+            g_del[np.isin(active, fixed_idx)] = -np.inf
+            drop = active[np.argsort(-g_del, kind="stable")[: genes(active) - target]]
+            alpha[drop] = np.inf
+            active = np.flatnonzero(np.isfinite(alpha))
+            refit = self.model.refresh(active, alpha[active], self._current[3])
+            self._record("prune", int(drop[0]) if drop.size == 1 else -1, active,
+                         alpha[active], refit)
+            # Re-estimate the remaining precisions for the new sites (deletions that gain too).
+            cap = genes(active) if max_reestimates is None else int(max_reestimates)
+            last_re = -1
+            for _ in range(cap):
+                b, t, post, _ = self._current
+                S, Q = score_candidates(self.model.columns(active), post, b, t)
+                pen = self.penalty if self.penalty.ndim == 0 else self.penalty[active]
+                act, gain, na = candidate_actions(S, Q, alpha[active],
+                                                  np.zeros(active.size, dtype=bool),
+                                                  self.alpha_min, pen)
+                gain[np.isin(active, fixed_idx)] = -np.inf
+                gain[(active == last_re) & (act == REESTIMATE)] = -np.inf
+                gain[act == DELETE] = -np.inf  # the tail's sizes are its own deletions
+                pos = int(np.argmax(gain))
+                if not gain[pos] > self.tol:
+                    break
+                j = int(active[pos])
+                alpha[j] = na[pos]
+                last_re = j
+                refit = self.model.refresh(active, alpha[active], self._current[3])
+                self._record(ACTION_NAMES[int(act[pos])], j, active, alpha[active], refit)
+        return self

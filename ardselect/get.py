@@ -24,7 +24,8 @@ import pandas as pd
 from .exceptions import ArdselectError
 from .model import PortableModel
 
-__all__ = ["chosen_steps", "gene_sets", "model", "path_df", "ranked_genes_df", "ranked_list"]
+__all__ = ["chosen_steps", "frontier_df", "gene_sets", "model", "path_df", "ranked_genes_df",
+           "ranked_list"]
 
 
 def _stored(adata, key: str) -> dict:
@@ -72,14 +73,19 @@ def ranked_genes_df(
     pandas.DataFrame
         Columns ``class`` (the positive class of the binary problem), ``rank`` (1 = best),
         ``gene``, ``description`` (symbol or description when known, else empty), ``selected``,
-        ``relevance`` (inverse ARD precision on the internal unit-RMS scale, 0 outside the model),
-        ``mean`` and ``sd`` (posterior of the weight of the standardised gene), ``alpha`` (ARD
-        precision, ``inf`` outside the model), ``entered_step`` (first path step with the gene in
-        the model, ``<NA>`` if never), ``log_bf``, ``pip`` and ``p_sign`` (how sure the model is
-        of the gene: log Bayes factor of the gene in against out, posterior inclusion probability,
-        probability that the weight has the sign of ``mean``), ``z`` (signed z of the weight) and
-        ``log_bf_marginal`` (the gene alone against the intercept alone; see
-        :meth:`ardselect.ARDClassifier.ranked_features`); rows by class, then rank.
+        ``relevance`` (the prior variance the evidence would give the gene beside the model's
+        other genes, 0 outside the model), ``mean`` and ``sd`` (posterior of the weight of the
+        standardised gene), ``alpha`` (the precision the model uses, ``inf`` outside it),
+        ``entered_step`` (first path step with the gene in the model, ``<NA>`` if never),
+        ``log_bf`` and ``p_sign`` (log Bayes factor of the gene in against out, the other genes
+        as chosen; probability that the weight has the sign of ``mean``), ``z`` (signed z of the
+        weight), ``log_bf_marginal`` (the gene alone against the intercept alone),
+        ``cv_frequency`` (share of the inner cross-validation's fold models of the chosen size
+        that hold the gene), ``t_stat`` (Welch's t of the gene in the class against the rest),
+        ``log2_fc`` (scanpy's log2 fold change of the same contrast, NaN unless the data are on
+        a non-negative log scale), ``direction`` (``up`` or ``down``: the sign of ``t_stat``) and
+        ``note`` (for a selected gene whose weight has the other sign than ``direction``); see
+        :meth:`ardselect.ARDClassifier.ranked_features`. Rows by class, then rank.
     """
     df = _uns_to_table(_stored(adata, key)["ranked"])
     if group is not None:
@@ -97,11 +103,28 @@ def path_df(adata, key: str = "ardselect") -> pd.DataFrame:
     """The ARD path stored by :func:`ardselect.rank_genes`.
 
     Columns ``class``, ``step``, ``action`` (``init``, ``add``, ``delete``, ``reestimate``;
-    ``screen`` and ``ml`` for the other candidates of ``criterion="cv"``), ``gene`` (the gene the
-    step acted on, empty if none), ``n_features`` (genes in the model), ``log_evidence``,
-    ``loo_error``, ``loo_prob_error``, ``chosen`` (the step the criterion chose).
+    ``prune`` for the deletions of the pruning tail of ``criterion="cv"``), ``gene`` (the gene
+    the step acted on, empty if none or several), ``n_features`` (genes in the model),
+    ``log_evidence``, ``loo_error``, ``loo_prob_error``, ``chosen`` (the step the criterion
+    chose).
     """
     return _uns_to_table(_stored(adata, key)["path"])
+
+
+def frontier_df(adata, key: str = "ardselect") -> pd.DataFrame:
+    """The accuracy-size frontier stored by :func:`ardselect.rank_genes` (``criterion="cv"``).
+
+    One row per class and model size: ``class``, ``n_genes``, ``step`` (its path step),
+    ``cv_log_loss`` and ``cv_log_loss_se`` (held-out log-loss of the inner cross-validation, after
+    calibration, and its standard error), ``cv_error`` and ``cv_error_se``, the size's
+    calibration (``temperature``, ``variance_scale``, ``offset``), ``cv_log_loss_final``,
+    ``chosen`` and ``one_se`` (the smallest size within one standard error of the best). Empty
+    for the paper's criteria. Draw it with :func:`ardselect.pl.frontier`.
+    """
+    stored = _stored(adata, key)
+    if "frontier" not in stored:
+        return pd.DataFrame()
+    return _uns_to_table(stored["frontier"])
 
 
 #: var columns that hold gene symbols (``description`` and friends hold free text, not symbols).
@@ -142,14 +165,17 @@ def _problems(stored: dict) -> list[tuple[str, str]]:
 def gene_sets(adata, key: str = "ardselect") -> dict[str, tuple[str, list[str]]]:
     """Selected genes as gene sets for enrichment tools (:func:`ardselect.io.write_gmt`).
 
-    Each binary problem gives two sets, in rank order: ``"{class}_up"``, the selected genes whose
-    weight is positive (higher expression points to the class), and ``"{class}_down"``, those whose
-    weight is negative (their absence points to it). Multi-class results give one pair per class
-    (against the rest); two classes give one pair, for the positive class. Genes are named by their
-    symbols when the data carry a symbol column (``symbol``, ``gene_symbol(s)``, ``gene_name(s)``,
-    ``feature_name``, or the ``symbol_key`` given to :func:`ardselect.rank_genes`), each symbol
-    once; otherwise by their identifiers. The set's description says which, and how the set was
-    made. An empty set is still listed (its description says 0 genes).
+    Each binary problem gives up to two sets, in rank order: ``"{class}_up"``, the selected genes
+    whose mean is higher in the class than in the rest in the data the model was fitted on
+    (``direction``: the sign of Welch's t), and ``"{class}_down"``, those whose mean is lower. The
+    direction is the data's, not the sign of the model's weight, which is conditional on the
+    other genes and can differ (``note`` in :func:`ranked_genes_df`). Multi-class results give
+    one pair per class (against the rest); two classes give one pair, for the positive class.
+    Genes are named by their symbols when the data carry a symbol column (``symbol``,
+    ``gene_symbol(s)``, ``gene_name(s)``, ``feature_name``, or the ``symbol_key`` given to
+    :func:`ardselect.rank_genes`), each symbol once; otherwise by their identifiers. The set's
+    description says which, and how the set was made. Empty sets are left out; enrichment tools
+    ignore small sets (GSEA's default minimum is 15 genes), see the user guide.
     """
     stored = _stored(adata, key)
     params = stored.get("params", {})
@@ -161,27 +187,29 @@ def gene_sets(adata, key: str = "ardselect") -> dict[str, tuple[str, list[str]]]
     for cls, other in _problems(stored):
         block = ranked[ranked["class"] == cls]
         names = _labels(block, use_symbols=use_symbols)
-        weight = block["mean"].to_numpy(float)
-        for direction, keep in (("up", weight > 0), ("down", weight < 0)):
-            genes = list(dict.fromkeys(names[keep].tolist()))
-            how = "higher" if direction == "up" else "lower"
-            desc = (f"ardselect ARD-EP: {len(genes)} genes {how} in {label_key}={cls} than in "
-                    f"{other} (criterion {criterion}); {naming}")
-            sets[f"{cls}_{direction}"] = (desc, genes)
+        direction = block["direction"].astype(str).to_numpy()
+        for way in ("up", "down"):
+            genes = list(dict.fromkeys(names[direction == way].tolist()))
+            if not genes:
+                continue
+            how = "higher" if way == "up" else "lower"
+            desc = (f"ardselect ARD-EP: {len(genes)} selected genes with mean {how} in "
+                    f"{label_key}={cls} than in {other} (criterion {criterion}); {naming}")
+            sets[f"{cls}_{way}"] = (desc, genes)
     return sets
 
 
 def ranked_list(adata, key: str = "ardselect", *, group: str | None = None) -> pd.DataFrame:
     """Every gene with a signed score, for pre-ranked enrichment (GSEA ``.rnk``; ``io.write_rnk``).
 
-    The score is the signed z of the gene's weight (``z`` of :func:`ranked_genes_df`): posterior
-    mean / sd for genes in the chosen model; for the others, the z their weight would have if
-    they entered with a flat prior (``q / sqrt(s)`` of the virtual regression, the statistic
-    ardselect ranks them by). It is continuous, so genes outside the model are not tied (only
-    genes with identical data are). Positive: higher in the class. Genes named by symbol when the
-    data carry symbols (see :func:`gene_sets`), one row per symbol (the gene with the largest
-    ``|score|``, as pre-ranked tools collapse probes); constant genes, which carry no
-    information, are left out. Rows by decreasing score.
+    The score is Welch's t of the gene in the class against the rest (``t_stat`` of
+    :func:`ranked_genes_df`), so its sign is the gene's ``direction``, as in :func:`gene_sets`:
+    positive, higher in the class. The selected genes lead the list at either end: their
+    ``|score|`` is raised by the largest ``|t|`` among the genes left out, so every selected gene
+    ranks above every other gene of its direction (and, between themselves, by ``|t|``). Genes
+    named by symbol when the data carry symbols (see :func:`gene_sets`), one row per symbol (the
+    gene with the largest ``|score|``, as pre-ranked tools collapse probes); constant genes,
+    which carry no information, are left out. Rows by decreasing score.
 
     Parameters
     ----------
@@ -204,7 +232,11 @@ def ranked_list(adata, key: str = "ardselect", *, group: str | None = None) -> p
         group = problems[0]
     table = ranked_genes_df(adata, key, group=group)
     use_symbols, _ = _naming(stored)
-    out = pd.DataFrame({"gene": _labels(table, use_symbols=use_symbols), "score": table["z"].to_numpy(float)})
+    t = table["t_stat"].to_numpy(float)
+    sel = table["selected"].to_numpy(bool)
+    lift = float(np.nanmax(np.abs(t[~sel]), initial=0.0)) if (~sel).any() else 0.0
+    score = np.where(sel, np.sign(t) * (np.abs(t) + lift), t)
+    out = pd.DataFrame({"gene": _labels(table, use_symbols=use_symbols), "score": score})
     out = out[np.isfinite(out["score"])]
     out = out.iloc[np.argsort(-out["score"].abs().to_numpy(), kind="stable")]
     out = out.drop_duplicates("gene", keep="first")

@@ -35,8 +35,8 @@ __all__ = ["MODEL_FORMAT", "MODEL_FORMAT_VERSION", "DataScaleWarning", "Portable
 MODEL_FORMAT = "ardselect-model"
 #: Version 2 added each problem's ``variance_scale``. A reader of version 1 would ignore it and
 #: predict other probabilities, so the version moved; version-1 files read with scale 1.
-MODEL_FORMAT_VERSION = 2
-_READABLE_VERSIONS = (1, 2)
+MODEL_FORMAT_VERSION = 3
+_READABLE_VERSIONS = (1, 2, 3)
 
 #: After the model's own preprocessing, the model's genes on new data should lie within a few
 #: training standard deviations of their training means. When the median over the genes of the
@@ -206,6 +206,8 @@ def _check_problem(k: int, prob, n_features: int, positive) -> None:
         _numbers(row, f"{field}.cov[{r}]", d)
     if "positive" in prob and prob["positive"] != positive:
         _refuse(f"{field}.positive", f"the class {_brief(positive)}", prob["positive"])
+    if "offset" in prob:
+        _number(prob["offset"], f"{field}.offset")
 
 
 def check_model_data(data: Mapping) -> None:
@@ -347,8 +349,9 @@ class PortableModel:
     intercept, index ``-1``). The probability of the problem's positive class for a sample ``x``
     (after replaying the stored preprocessing) is ``Phi(h / sqrt(1 + v))`` with ``h = mean . x_A``
     and ``v = x_A' cov x_A``: the probit predictive probability with the weight uncertainty
-    integrated out, calibrated by the problem's ``temperature`` and ``variance_scale``
-    (``Phi(T h / sqrt(1 + s v))``; fitted by ``criterion="cv"``, 1 otherwise). Multi-class
+    integrated out, calibrated by the problem's ``offset``, ``temperature`` and
+    ``variance_scale`` (``Phi(a + T h / sqrt(1 + s v))``; fitted by ``criterion="cv"``, else 0, 1
+    and 1). Multi-class
     probabilities combine the one-vs-rest answers as ARDClassifier does, with its
     ``combine_temperature``.
     """
@@ -375,10 +378,13 @@ class PortableModel:
         self._variance_scale = _unit_interval(self._per_problem("variance_scale"),
                                               "variance scales",
                                               [f"problems[{k}].variance_scale" for k in range(n)])
+        # Checked by check_model_data: a finite number per problem (0 where a file predates it).
+        self._offset = np.asarray(self._per_problem("offset", 0.0), dtype=np.float64)
 
-    def _per_problem(self, key):
-        """Each problem's calibration value ``key`` (1 where a file predates it)."""
-        return [prob.get(key, 1.0) if isinstance(prob, Mapping) else 1.0 for prob in self.problems]
+    def _per_problem(self, key, default=1.0):
+        """Each problem's calibration value ``key`` (``default`` where a file predates it)."""
+        return [prob.get(key, default) if isinstance(prob, Mapping) else default
+                for prob in self.problems]
 
     def _posterior(self, k: int, prob) -> Posterior:
         """Problem ``k`` as a :class:`Posterior`, refusing covariances no fit can produce.
@@ -418,6 +424,7 @@ class PortableModel:
         posteriors = list(estimator.posteriors_)
         temperature = np.asarray(getattr(estimator, "temperature_", np.ones(len(posteriors))))
         scale = np.asarray(getattr(estimator, "variance_scale_", np.ones(len(posteriors))))
+        offset = np.asarray(getattr(estimator, "calibration_offset_", np.zeros(len(posteriors))))
         classes = list(classes)
         positives = [classes[1]] if len(classes) == 2 else classes
         if len(posteriors) != len(positives):
@@ -426,7 +433,8 @@ class PortableModel:
         used = sorted({int(i) for post in posteriors for i in np.asarray(post.index) if i >= 0})
         position = {j: k for k, j in enumerate(used)}
         problems = []
-        for positive, post, temp, s in zip(positives, posteriors, temperature, scale, strict=True):
+        for positive, post, temp, s, a in zip(positives, posteriors, temperature, scale, offset,
+                                              strict=True):
             index = np.asarray(post.index, dtype=int)
             problems.append(
                 {
@@ -436,6 +444,7 @@ class PortableModel:
                     "cov": np.asarray(post.cov, dtype=np.float64).tolist(),
                     "temperature": float(temp),
                     "variance_scale": float(s),
+                    "offset": float(a),
                 }
             )
         data = {
@@ -534,7 +543,7 @@ class PortableModel:
         var = np.column_stack([v for _, v in moments])  # (n, k)
         # what ARDClassifier.predict_log_proba runs
         log_proba = probit_log_proba(mean, var, self._temperature, self._combine_temperature,
-                                     self._variance_scale)
+                                     self._variance_scale, self._offset)
         bad = ~(np.isfinite(mean).all(axis=1) & np.isfinite(var).all(axis=1)
                 & ~np.isnan(log_proba).any(axis=1))
         if bad.any():

@@ -1,4 +1,4 @@
-"""Figures: the ARD path, the selected genes' weights, and held-out calibration.
+"""Figures: the ARD path, the accuracy-size frontier, the selected genes' weights, and calibration.
 
 Every function draws on a :class:`matplotlib.figure.Figure` (a new one unless ``fig`` is given) and
 returns it; :func:`save_png` writes a figure as a byte-reproducible PNG. matplotlib is an optional
@@ -11,13 +11,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._classifier import ML_ACTION
-from ._screen import SCREEN
 from .io import atomic_write
 
 __all__ = [
-    "LOO_PROB_FLOOR", "calibration", "certainty", "path", "require_matplotlib", "save_png", "weights",
+    "LOO_PROB_FLOOR", "calibration", "certainty", "frontier", "path", "require_matplotlib",
+    "save_png", "weights",
 ]
+
+#: ``action`` of the pruning tail's deletions in a path table.
+PRUNE = "prune"
 
 #: Gene labels of the weights plot: the gene and its description, at most this many characters.
 LABEL_WIDTH = 34
@@ -82,10 +84,9 @@ def path(path_table: pd.DataFrame, *, title: str | None = None, fig=None):
     axis; the chosen step is marked by a dashed line (binary) or a dot per class (multi-class,
     with the legend beside the panels, off the curves), as in Figure 2 of Qi et al. (2004). The
     LOO error probability is on a log scale down to its smallest value or to
-    :data:`LOO_PROB_FLOOR` (1e-6), below which values are drawn at the floor. The other candidates
-    of ``criterion="cv"`` follow the path after a dotted line, not joined to it: the screened
-    models (``action == "screen"``) as open squares, the ``ml_candidate`` model (``"ml"``) as an
-    open diamond. Returns the matplotlib Figure.
+    :data:`LOO_PROB_FLOOR` (1e-6), below which values are drawn at the floor. The pruning tail of
+    ``criterion="cv"`` (from the first ``action == "prune"`` step on: the path continued to
+    smaller models than it converged to) follows a dotted line. Returns the matplotlib Figure.
     """
     require_matplotlib()
     from matplotlib.figure import Figure
@@ -106,23 +107,14 @@ def path(path_table: pd.DataFrame, *, title: str | None = None, fig=None):
             values = sub[col].to_numpy(dtype=float)
             if col == "loo_prob_error":
                 values = np.maximum(values, LOO_PROB_FLOOR)
-            # The other candidates of criterion="cv" are recorded after the ARD path but are not
-            # steps of it: drawn as separate markers, not joined to the path's curve.
+            steps = sub["step"].to_numpy()
+            ax.plot(steps, values, color=color, lw=1.2, label=cls if multi else None)
             action = (sub["action"].astype(str).to_numpy() if "action" in sub
                       else np.full(len(sub), ""))
-            screen, ml = action == SCREEN, action == ML_ACTION
-            steps = sub["step"].to_numpy()
-            on_path = ~(screen | ml)
-            ax.plot(steps[on_path], values[on_path], color=color, lw=1.2,
-                    label=cls if multi else None)
-            if screen.any():
-                ax.plot(steps[screen], values[screen], "s", color=color, ms=3.5, mfc="none",
-                        label=None if multi or i else "screened models (top-k genes)")
-            if ml.any():
-                ax.plot(steps[ml], values[ml], "D", color=color, ms=4, mfc="none",
-                        label=None if multi or i else "LOO model of the ML path")
-            if not on_path.all():
-                ax.axvline(steps[~on_path].min() - 0.5, color="0.6", ls=":", lw=0.8)
+            if (action == PRUNE).any():
+                tail = float(steps[action == PRUNE].min()) - 0.5
+                ax.axvline(tail, color="0.6", ls=":", lw=0.8,
+                           label=None if multi or i else "pruning tail from here")
             chosen = sub["chosen"].astype(bool).to_numpy()
             if chosen.any():
                 if multi:
@@ -136,9 +128,8 @@ def path(path_table: pd.DataFrame, *, title: str | None = None, fig=None):
             label += " (log)"
         ax.set_ylabel(label)
         ax.grid(visible=True, alpha=0.3)
-    has_others = "action" in path_table and \
-        path_table["action"].astype(str).isin([SCREEN, ML_ACTION]).any()
-    axes[-1].set_xlabel("path step (after the dotted line: the other CV candidates)" if has_others
+    has_tail = "action" in path_table and (path_table["action"].astype(str) == PRUNE).any()
+    axes[-1].set_xlabel("path step (after the dotted line: the pruning tail)" if has_tail
                         else "path step")
     axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[-1].yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -148,7 +139,7 @@ def path(path_table: pd.DataFrame, *, title: str | None = None, fig=None):
         fig.legend(handles, [_short(n, 28) for n in names], loc="outside lower center",
                    ncol=min(3, len(classes)), fontsize="small",
                    title="class vs rest (dot: chosen step)", title_fontsize="small")
-    elif path_table["chosen"].astype(bool).any():
+    elif path_table["chosen"].astype(bool).any() or has_tail:
         axes[0].legend(fontsize="small", loc="best")
     if title:
         fig.suptitle(title)
@@ -192,8 +183,11 @@ def weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fi
     ``ranked`` is a ranked table (:meth:`ARDClassifier.ranked_features` or
     :func:`ardselect.get.ranked_genes_df`: columns ``rank``, ``gene`` or ``feature``, ``selected``,
     ``mean``, ``sd``, optionally ``class`` and ``description``). The ``top`` best-ranked selected genes
-    of each class are drawn, best at the top; a bar that crosses zero marks a weight whose sign the
-    data do not pin down. One panel per class (at most 12). Returns the matplotlib Figure.
+    of each class are drawn, best at the top. Blue: the +-2 sd interval excludes zero; grey: it
+    crosses zero (the data do not pin the weight's sign down on their own, typical of a gene
+    that shares its signal with correlated genes); the legend says so. With a ``cv_frequency``
+    column the right-hand labels give each gene's share of the inner cross-validation's fold
+    models that hold it. One panel per class (at most 12). Returns the matplotlib Figure.
     """
     require_matplotlib()
     from matplotlib.figure import Figure
@@ -224,20 +218,28 @@ def weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fi
                                for g, d in zip(labels, desc, strict=True)])
         mean = sub["mean"].to_numpy(float)
         sd = sub["sd"].to_numpy(float)
-        colors = np.where(np.abs(mean) > 2 * sd, "C0", "0.6")
+        clear = np.abs(mean) > 2 * sd
+        colors = np.where(clear, "C0", "0.6")
         ax.errorbar(mean, ypos, xerr=2 * sd, fmt="none", ecolor=colors, elinewidth=1.2)
         ax.scatter(mean, ypos, c=colors, s=14, zorder=3)
+        if k:
+            from matplotlib.lines import Line2D
+
+            keys = [Line2D([], [], color="C0", marker="o", ms=4, label="+-2 sd excludes 0"),
+                    Line2D([], [], color="0.6", marker="o", ms=4, label="+-2 sd crosses 0")]
+            ax.legend(handles=keys, fontsize=6, loc="lower right", framealpha=0.8)
         ax.axvline(0.0, color="k", lw=0.8)
         ax.set_yticks(ypos)
         ax.set_yticklabels(labels, fontsize=7)
-        if "pip" in sub and k:
-            # How sure the model is of each gene, on the right: its posterior inclusion probability.
+        if "cv_frequency" in sub and k and np.isfinite(sub["cv_frequency"].to_numpy(float)).any():
+            # How reproducible each gene's selection is, on the right: its fold-model share.
             right = ax.twinx()
             right.set_ylim(ax.get_ylim())
             right.set_yticks(ypos)
-            right.set_yticklabels([_pip_label(p) for p in sub["pip"].to_numpy(float)], fontsize=7)
+            right.set_yticklabels([_share_label(p) for p in sub["cv_frequency"].to_numpy(float)],
+                                  fontsize=7)
             right.tick_params(axis="y", length=0)
-            right.set_ylabel("posterior inclusion probability", fontsize=7)
+            right.set_ylabel("share of the CV fold models holding the gene", fontsize=7)
         ax.set_xlabel("weight (posterior mean +- 2 sd)")
         ax.grid(visible=True, axis="x", alpha=0.3)
         sub_title = f"{cls} vs rest" if len(classes) > 1 else (title or "")
@@ -253,6 +255,11 @@ def weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fi
     return fig
 
 
+def _share_label(p: float) -> str:
+    """A share of fold models, as a percentage."""
+    return "-" if not np.isfinite(p) else f"{100 * p:.0f}%"
+
+
 def _pip_label(p: float) -> str:
     """A probability shown to two decimals, without rounding a near-certainty up to 1."""
     if not np.isfinite(p):
@@ -265,17 +272,18 @@ def _pip_label(p: float) -> str:
 
 
 def certainty(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fig=None):
-    """How sure the model is of each gene: log Bayes factor, inclusion and sign probability.
+    """How sure the model is of each gene: log Bayes factor, fold-model share and sign probability.
 
     ``ranked`` is a ranked table with the certainty columns (:meth:`ARDClassifier.ranked_features`
     or :func:`ardselect.get.ranked_genes_df`: ``rank``, ``gene`` or ``feature``, ``selected``,
-    ``log_bf``, ``pip``, ``p_sign``, optionally ``class``). For the ``top`` best-ranked genes of each
-    class (selected ones first, then the best candidates outside the model) a bar shows the log Bayes
-    factor of the gene in the model against out of it; dark bars are selected genes. Right-hand
-    labels give the posterior inclusion probability and the probability that the weight has the
-    sign shown (``w>0`` or ``w<0``). Dotted lines mark log Bayes factors of +-log(3) and +-log(20) ("positive" and
-    "strong" evidence on Kass & Raftery's scale). One panel per class (at most 12). Returns the
-    matplotlib Figure.
+    ``log_bf``, ``cv_frequency``, ``p_sign``, optionally ``class``). For the ``top`` best-ranked
+    genes of each class (selected ones first, then the best candidates outside the model) a bar
+    shows the log Bayes factor of the gene in the model against out of it, the other genes as
+    chosen; dark bars are selected genes. Right-hand labels give the share of the inner
+    cross-validation's fold models that hold the gene and the probability that the weight has
+    the sign shown (``w>0`` or ``w<0``). Dotted lines mark log Bayes factors of +-log(3) and
+    +-log(20) ("positive" and "strong" evidence on Kass & Raftery's scale). One panel per class
+    (at most 12). Returns the matplotlib Figure.
     """
     require_matplotlib()
     from matplotlib.figure import Figure
@@ -306,12 +314,14 @@ def certainty(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, 
         right.set_ylim(ax.get_ylim())
         right.set_yticks(ypos)
         signs = np.where(sub["mean"].to_numpy(float) < 0, "w<0", "w>0") if "mean" in sub else [""] * k
+        share = (sub["cv_frequency"].to_numpy(float) if "cv_frequency" in sub
+                 else np.full(k, np.nan))
         right.set_yticklabels(
-            [f"{_pip_label(p):>5}  {s} {_pip_label(q):>5}" for p, s, q in
-             zip(sub["pip"].to_numpy(float), signs, sub["p_sign"].to_numpy(float), strict=True)],
+            [f"{_share_label(p):>5}  {s} {_pip_label(q):>5}" for p, s, q in
+             zip(share, signs, sub["p_sign"].to_numpy(float), strict=True)],
             fontsize=7, family="monospace")
         right.tick_params(axis="y", length=0)
-        right.set_ylabel("inclusion probability;  probability of the sign", fontsize=7)
+        right.set_ylabel("share of CV fold models;  probability of the sign", fontsize=7)
         ax.set_xlabel("log Bayes factor, in vs out (dark: selected)")
         ax.grid(visible=True, axis="x", alpha=0.3)
         sub_title = f"{cls} vs rest" if len(classes) > 1 else (title or "")
@@ -325,6 +335,70 @@ def certainty(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, 
         fig.tight_layout(rect=(0.0, 0.0, 1.0, 1.0 - 0.4 / fig.get_figheight()))
     else:
         fig.tight_layout()
+    return fig
+
+
+def frontier(cv_results: pd.DataFrame, *, title: str | None = None, fig=None):
+    """The accuracy-size frontier: held-out log-loss and error against the number of genes.
+
+    ``cv_results`` is the frontier table (``ARDClassifier.cv_results_`` or
+    :func:`ardselect.get.frontier_df`: ``class``, ``n_genes``, ``cv_log_loss``,
+    ``cv_log_loss_se``, ``cv_error``, ``cv_error_se``, ``chosen``, ``one_se``). One line per binary
+    problem with a band of +-1 standard error, as glmnet's cross-validation plot; a filled circle
+    marks the chosen size, an open square the smallest size within one standard error of the
+    best (``cv_rule="1se"``). The x axis counts genes on a log scale (0 genes, the intercept-only
+    model, drawn at the left edge). Returns the matplotlib Figure.
+    """
+    require_matplotlib()
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    classes = list(dict.fromkeys(cv_results["class"].astype(str)))
+    multi = len(classes) > 1
+    if fig is None:
+        fig = Figure(figsize=(7.0, 6.2 + (0.25 * -(-len(classes) // 3) if multi else 0.0)),
+                     layout="constrained")
+    elif fig.get_layout_engine() is None:
+        fig.set_layout_engine("constrained")
+    axes = fig.subplots(2, 1, sharex=True)
+    for i, cls in enumerate(classes):
+        sub = cv_results[cv_results["class"].astype(str) == cls].sort_values("n_genes")
+        x = np.maximum(sub["n_genes"].to_numpy(float), 0.7)  # 0 genes at the left edge
+        color = f"C{i % 10}"
+        for ax, col in zip(axes, ("cv_log_loss", "cv_error"), strict=True):
+            y = sub[col].to_numpy(float)
+            se = sub[f"{col}_se"].to_numpy(float)
+            ax.plot(x, y, "-", color=color, lw=1.2, label=cls if multi else None)
+            ax.fill_between(x, y - se, y + se, color=color, alpha=0.15, lw=0)
+            for flag, marker, fill in (("one_se", "s", "none"), ("chosen", "o", color)):
+                on = sub[flag].astype(bool).to_numpy()
+                ax.plot(x[on], y[on], marker, color=color, mfc=fill, ms=7, zorder=3)
+    axes[0].set_ylabel("held-out log-loss")
+    axes[1].set_ylabel("held-out error rate")
+    axes[1].set_xscale("log")
+    top = float(cv_results["n_genes"].max()) if len(cv_results) else 1.0
+    ticks = [t for t in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000) if t <= max(top, 1.0)]
+    if len(cv_results) and (cv_results["n_genes"] == 0).any():
+        ticks = [0.7, *ticks]
+    axes[1].set_xticks(ticks, ["0" if t < 1 else str(t) for t in ticks])
+    axes[1].minorticks_off()
+    axes[1].set_xlabel("genes in the model (log scale; 0: the intercept alone)")
+    for ax in axes:
+        ax.grid(visible=True, alpha=0.3)
+    keys = [Line2D([], [], color="0.3", marker="o", ls="none", ms=7, label="chosen size"),
+            Line2D([], [], color="0.3", marker="s", mfc="none", ls="none", ms=7,
+                   label="smallest within 1 s.e."),
+            Line2D([], [], color="0.3", alpha=0.3, lw=6, label="+-1 standard error")]
+    if multi:
+        handles, names = axes[0].get_legend_handles_labels()
+        fig.legend(handles + keys, [_short(n, 28) for n in names] + [k.get_label() for k in keys],
+                   loc="outside lower center", ncol=min(3, len(classes) + 3), fontsize="small",
+                   title="class vs rest", title_fontsize="small")
+    else:
+        axes[0].legend(handles=keys, fontsize="small", loc="best")
+    if title:
+        fig.suptitle(title)
+    fig.align_ylabels(axes)
     return fig
 
 

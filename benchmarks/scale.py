@@ -4,9 +4,8 @@ Counts are Poisson(2) + 1 at 5% of the entries (the rest 0); every cell type has
 genes whose counts rise by Poisson(4) in its cells. The matrix is log1p-transformed and fitted as scipy
 CSR with ``ARDClassifier(criterion="loo", inclusion_penalty=0.0, intercept_alpha="ard",
 max_samples=..., n_jobs=...)`` by default (the paper's type-II maximum likelihood and ARD intercept,
-as the README's first figures were measured; one path per class); ``--criterion cv
---inclusion-penalty bic --intercept-alpha 0.01`` gives the estimator's defaults, which add one fold
-path per class and fold, and beside each path the ML candidate's. Beside it, L1-logistic regression (liblinear, one
+one path per class); ``--criterion cv --inclusion-penalty 0 --intercept-alpha 0.01`` gives the
+estimator's defaults, which add one fold path per class and fold. Beside it, L1-logistic regression (liblinear, one
 C, and C by 3-fold CV over 5 values) fitted in the same process on the same matrix. Memory: the peak
 resident memory of this process and its workers above what it held before the fit, sampled every
 50 ms, against the bytes of the CSR matrix (data, indices, indptr).

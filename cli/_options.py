@@ -24,6 +24,7 @@ Criterion = Enum("Criterion", {c.replace("-", "_"): c for c in CRITERIA}, type=s
 LogChoice = Enum("LogChoice", {c: c for c in LOG_CHOICES}, type=str)
 Example = Enum("Example", {c: c for c in EXAMPLES}, type=str)
 Multiclass = Enum("Multiclass", {c: c for c in ("ovr", "shared")}, type=str)
+CvRule = Enum("CvRule", {c: c for c in ("min", "1se")}, type=str)
 
 #: ``--multiclass``, as ``fit`` and ``evaluate`` take it.
 MulticlassOpt = Annotated[
@@ -32,8 +33,45 @@ MulticlassOpt = Annotated[
         "--multiclass",
         help="More than two classes: 'ovr' chooses each class's genes against the rest (the "
         "default, most accurate); 'shared' gives each gene one prior precision for all "
-        "classes, so every class uses the same, much smaller gene set (README, 'Shared genes "
-        "across classes').",
+        "classes, so every class uses the same, much smaller gene set.",
+    ),
+]
+
+#: ``--criterion``: every criterion, the default first.
+CriterionOpt = Annotated[
+    Criterion,
+    typer.Option(
+        "--criterion",
+        "-c",
+        help="How the model is chosen. 'cv' (the default): the number of genes of lowest "
+        "held-out log-loss along the ARD path, by an inner cross-validation that refits the "
+        "path on each fold (the accuracy-size frontier), with calibrated probabilities. On the "
+        "path alone, as in Qi et al. (2004): 'loo' (smallest EP leave-one-out error, predictive "
+        "ARD), 'loo-prob' (smallest LOO error probability), 'evidence' (largest EP evidence).",
+        case_sensitive=False,
+    ),
+]
+
+#: ``--max-genes``, as ``fit`` and ``evaluate`` take it.
+MaxGenesOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-genes",
+        help="Gene budget: the best model with at most this many genes per class (>= 1), chosen "
+        "on the same frontier. Default: no budget.",
+        show_default=False,
+        min=1,
+    ),
+]
+
+#: ``--cv-rule``, as ``fit`` and ``evaluate`` take it.
+CvRuleOpt = Annotated[
+    CvRule,
+    typer.Option(
+        "--cv-rule",
+        help="With --criterion cv: 'min' keeps the size of lowest held-out log-loss (the "
+        "default); '1se' the smallest size within one standard error of it (fewer genes, a "
+        "little less accurate; glmnet's lambda.1se).",
     ),
 ]
 

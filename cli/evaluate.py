@@ -10,6 +10,8 @@ import typer
 
 from ._options import (
     CapOpt,
+    CvRule,
+    CvRuleOpt,
     DataArg,
     DropOpt,
     FloorOpt,
@@ -20,6 +22,7 @@ from ._options import (
     LayerOpt,
     LogChoice,
     LogOpt,
+    MaxGenesOpt,
     MaxStepsOpt,
     Multiclass,
     MulticlassOpt,
@@ -109,13 +112,8 @@ def evaluate(
         ),
     ] = None,
     multiclass: MulticlassOpt = Multiclass.ovr,
-    ml_candidate: Annotated[
-        bool,
-        typer.Option("--ml-candidate/--no-ml-candidate",
-                     help="ARD-EP's inner cross-validation includes the LOO model of a second, "
-                     "penalty-free path (the default); --no-ml-candidate evaluates the model "
-                     "without it."),
-    ] = True,
+    max_genes: MaxGenesOpt = None,
+    cv_rule: CvRuleOpt = CvRule.min,
     n_jobs: Annotated[
         int, typer.Option("--n-jobs", "-j", help="Parallel workers (-1: all cores).")
     ] = -1,
@@ -205,8 +203,8 @@ def evaluate(
         if train_size >= 1 and not train_size < y.size:
             msg = f"--train-size {train_size:g} must be below the number of samples ({y.size})"
             raise ardselect.DataError(msg)
-        params = {"constant_features": "ignore", "ml_candidate": ml_candidate,
-                  "multiclass": multiclass.value}
+        params = {"constant_features": "ignore", "max_genes": max_genes,
+                  "cv_rule": cv_rule.value, "multiclass": multiclass.value}
         if max_steps is not None:
             params["max_steps"] = int(max_steps)
         methods = {"ARD-EP": ardselect.ARDClassifier(random_state=seed, **params)}

@@ -10,6 +10,9 @@ import typer
 from ._options import (
     CapOpt,
     Criterion,
+    CriterionOpt,
+    CvRule,
+    CvRuleOpt,
     DataArg,
     DropOpt,
     FloorOpt,
@@ -20,6 +23,7 @@ from ._options import (
     LayerOpt,
     LogChoice,
     LogOpt,
+    MaxGenesOpt,
     MaxStepsOpt,
     Multiclass,
     MulticlassOpt,
@@ -50,25 +54,18 @@ from ._util import (
 
 FIT_OUTPUTS = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "weights.png", "certainty.png",
                "model.json")
+#: Written with ``--criterion cv`` only.
+FRONTIER_OUTPUTS = ("frontier.tsv", "frontier.png")
 #: Everything ``fit`` may write in its folder (``rnk/`` with more than two classes): an existing
 #: folder holding anything else is not replaced.
-FIT_FOLDER = (*FIT_OUTPUTS, "genes.rnk", "rnk", "rnk/*.rnk")
+FIT_FOLDER = (*FIT_OUTPUTS, *FRONTIER_OUTPUTS, "genes.rnk", "rnk", "rnk/*.rnk")
 
 def fit(
     data: DataArg,
     label_key: LabelKeyOpt = "label",
-    criterion: Annotated[
-        Criterion,
-        typer.Option(
-            "--criterion",
-            "-c",
-            help="Model choice: 'cv' (inner cross-validation among the path's model, the "
-            "screened models of the strongest genes and the LOO model of a penalty-free path, "
-            "with calibrated probabilities; the default), or on the path alone: 'loo' (EP leave-one-out error, predictive ARD), "
-            "'loo-prob' (LOO error probability), 'evidence' (EP evidence).",
-            case_sensitive=False,
-        ),
-    ] = Criterion.cv,
+    criterion: CriterionOpt = Criterion.cv,
+    max_genes: MaxGenesOpt = None,
+    cv_rule: CvRuleOpt = CvRule.min,
     positive: PositiveOpt = None,
     layer: LayerOpt = None,
     use_raw: UseRawOpt = False,
@@ -99,18 +96,11 @@ def fit(
     inclusion_penalty: Annotated[
         str,
         typer.Option("--inclusion-penalty", help="Prior log odds against a gene, in nats: "
-                     "'bic' (log(samples)/2, the default; keeps paths short on large data) or a "
-                     "number >= 0 (0: the paper's type-II maximum likelihood)."),
-    ] = "bic",
+                     "a number >= 0 (0, the default: the paper's type-II maximum likelihood) "
+                     "or 'bic' (log(samples)/2). With --criterion cv the number of genes is "
+                     "chosen on held-out data; the penalty only shapes the path."),
+    ] = "0",
     multiclass: MulticlassOpt = Multiclass.ovr,
-    ml_candidate: Annotated[
-        bool,
-        typer.Option("--ml-candidate/--no-ml-candidate",
-                     help="With --criterion cv, let the LOO model of a second, penalty-free path "
-                     "(precision floor 1) compete in the inner cross-validation (the default). "
-                     "--no-ml-candidate skips that path: faster on many samples, where it rarely "
-                     "wins (README, 'The precision floor')."),
-    ] = True,
     lazy: Annotated[
         bool,
         typer.Option("--lazy", help="h5ad/zarr only: leave X on disk, read in chunks of 10,000 "
@@ -130,8 +120,9 @@ def fit(
             "--out",
             "-o",
             help="Output folder (written atomically): genes.tsv, genes.gmt (CLASS_up / CLASS_down "
-            "sets), genes.rnk (pre-ranked list; rnk/CLASS.rnk per class), path.tsv, path.png, "
-            "weights.png, certainty.png, model.json.",
+            "sets), genes.rnk (pre-ranked list; rnk/CLASS.rnk per class), frontier.tsv and "
+            "frontier.png (held-out log-loss and error against the number of genes; --criterion "
+            "cv), path.tsv, path.png, weights.png, certainty.png, model.json.",
         ),
     ] = Path("results"),
     write_h5ad: Annotated[
@@ -186,14 +177,13 @@ def fit(
         n_classes = y.dropna().astype(str).nunique()
         n_problems = n_classes if (n_classes > 2 and positive is None) else 1
         # One path per problem, and with the inner cross-validation one more per fold and repeat
-        # (at most cv x cv_repeats: fewer folds when a class is small); there, each fit also runs
-        # the ML candidate's path.
+        # (at most cv x cv_repeats: fewer folds when a class is small).
         defaults = ardselect.ARDClassifier()
         cv = criterion.value == "cv"
         n_folds = defaults.cv * defaults.cv_repeats if cv else 0
         if multiclass.value == "shared":
             n_problems = 1  # one path for all classes
-        n_paths = n_problems * (1 + n_folds) * (2 if cv and ml_candidate else 1)
+        n_paths = n_problems * (1 + n_folds)
         with path_progress(n_paths, quiet=quiet):
             ardselect.rank_genes(
                 adata,
@@ -211,8 +201,8 @@ def fit(
                 max_steps=max_steps,
                 estimator_params={"random_state": seed_value(seed),
                                   "inclusion_penalty": penalty,
-                                  "max_samples": max_samples, "ml_candidate": ml_candidate,
-                                  "multiclass": multiclass.value},
+                                  "max_samples": max_samples, "max_genes": max_genes,
+                                  "cv_rule": cv_rule.value, "multiclass": multiclass.value},
             )
         ranked = ardselect.get.ranked_genes_df(adata)
         multi = ranked["class"].nunique() > 1
@@ -231,6 +221,12 @@ def fit(
             ardselect.io.write_gmt(ardselect.get.gene_sets(adata), tmp / "genes.gmt")
             for name, group in _rnk_files(adata):
                 ardselect.io.write_rnk(ardselect.get.ranked_list(adata, group=group), tmp / name)
+            frontier = ardselect.get.frontier_df(adata)
+            if len(frontier):
+                ardselect.io.write_tsv(frontier if multi else frontier.drop(columns="class"),
+                                       tmp / "frontier.tsv")
+                ardselect.pl.save_png(ardselect.pl.frontier(frontier, title=title),
+                                      tmp / "frontier.png")
             ardselect.io.write_tsv(path_table, tmp / "path.tsv")
             ardselect.pl.save_png(ardselect.pl.path(path_table, title=title), tmp / "path.png")
             ardselect.pl.save_png(ardselect.pl.weights(ranked, title=title), tmp / "weights.png")
@@ -242,6 +238,21 @@ def fit(
             tx.commit()
         if not quiet:
             _fit_summary(adata, data, label_key, criterion.value, out, write_h5ad, show)
+
+
+def _how_chosen(frontier, cls, criterion, step):
+    """How a class's model was chosen, for the summary: the frontier's numbers, or the step."""
+    if criterion != "cv" or not len(frontier):
+        return f"by {criterion} (path step {step})"
+    block = frontier[frontier["class"].astype(str) == str(cls)]
+    row = block[block["chosen"].astype(bool)].iloc[0]
+    one_se = int(block.loc[block["one_se"].astype(bool), "n_genes"].iloc[0])
+    if int(row["n_genes"]) == 0:
+        return ("selected: no gene set beat the class frequencies on held-out data (held-out "
+                f"log-loss {row['cv_log_loss']:.3f}); the model predicts the class frequency")
+    return (f"selected by cross-validation: held-out log-loss {row['cv_log_loss']:.3f} +- "
+            f"{row['cv_log_loss_se']:.3f}, error {100 * row['cv_error']:.1f}% (smallest within "
+            f"one s.e.: {one_se} genes; frontier.png)")
 
 
 def _inclusion_penalty(value: str):
@@ -284,6 +295,8 @@ def _rnk_files(adata):
 
 
 def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show):
+    import pandas as pd
+
     import ardselect
 
     console = stdout_console()
@@ -304,12 +317,13 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show):
         console.print(f"fitted exactly on all {n_fit} samples of the store, by "
                       f"{int(stored['n_store_passes'])} passes over its chunks")
     shown = False
+    frontier = ardselect.get.frontier_df(adata)
     for cls in dict.fromkeys(ranked["class"]):
         block = ranked[ranked["class"] == cls]
         n_sel = int(block["selected"].sum())
         step = ardselect.get.chosen_steps(adata)[cls]
         what = f"{cls} vs rest" if len(classes) > 2 else f"{classes[1]} vs {classes[0]}"
-        console.print(f"{what}: {n_sel} gene(s) selected by {criterion} (path step {step})")
+        console.print(f"{what}: {n_sel} gene(s) {_how_chosen(frontier, cls, criterion, step)}")
         rows = block[block["selected"]].head(show)
         if rows.empty:  # --show 0, or no gene selected: no empty table
             continue
@@ -320,24 +334,31 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show):
             ("rank", {"justify": "right"}),
             ("gene", {}),
             ("description", cut),
+            ("direction", {}),
             ("relevance", {"justify": "right"}),
             ("weight", {"justify": "right"}),
             ("sd", {"justify": "right"}),
+            ("in folds", {"justify": "right"}),
         ):
             table.add_column(col, **kw)
         for row in rows.itertuples():
-            table.add_row(str(row.rank), row.gene, row.description, f"{row.relevance:.3g}",
-                          f"{row.mean:+.3f}", f"{row.sd:.3f}")
+            folds = "-" if pd.isna(row.cv_frequency) else f"{100 * row.cv_frequency:.0f}%"
+            direction = row.direction + (" *" if row.note else "")
+            table.add_row(str(row.rank), row.gene, row.description, direction,
+                          f"{row.relevance:.3g}", f"{row.mean:+.3f}", f"{row.sd:.3f}", folds)
         console.print(table)
         shown = True
     if shown:
         console.print(
-            "rank: by relevance = 1/alpha, the prior variance ARD gives the gene's weight (ties "
-            "by |weight / sd|); weight: posterior mean +- sd, smaller when correlated genes "
-            "share the signal"
+            "direction: mean higher (up) or lower (down) in the class than in the rest; *: the "
+            "model's weight has the other sign (genes.tsv, note). relevance: the prior variance "
+            "the evidence gives the gene beside the others (ranks the genes); weight: posterior "
+            "mean and sd; in folds: share of the cross-validation's models holding the gene"
         )
     rnk = [name for name, _ in _rnk_files(adata)]
     if len(rnk) > 1:
         rnk = [f"rnk/ ({len(rnk)} .rnk files)"]
-    written = ", ".join(f"{out}/{name}" for name in (*FIT_OUTPUTS[:2], *rnk, *FIT_OUTPUTS[2:]))
+    front = FRONTIER_OUTPUTS if len(frontier) else ()
+    written = ", ".join(f"{out}/{name}" for name in (*FIT_OUTPUTS[:2], *rnk, *front,
+                                                     *FIT_OUTPUTS[2:]))
     console.print(f"wrote {written}" + (f", {write_h5ad}" if write_h5ad else ""))

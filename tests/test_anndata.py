@@ -14,6 +14,10 @@ import ardselect
 from ardselect import DataError, LabelError
 from ardselect._anndata import _rank_core
 
+#: A paper-style model (type-II maximum likelihood, the intercept an ARD weight, precision floor
+#: 0.1, tol 1e-5) for the fixtures that check the path and certainty plumbing on a known model.
+_PAPER = {"inclusion_penalty": 0.0, "intercept_alpha": "ard", "alpha_min": 0.1, "tol": 1e-5}
+
 
 @pytest.fixture(scope="module")
 def binary(adata_factory):
@@ -22,7 +26,7 @@ def binary(adata_factory):
     # The paper's model (criterion "loo", type-II maximum likelihood): these tests check the path
     # and certainty plumbing on a known model.
     out = ardselect.rank_genes(adata, "label", criterion="loo", copy=True,
-                               estimator_params={"inclusion_penalty": 0.0, "intercept_alpha": "ard"})
+                               estimator_params=_PAPER)
     return adata, out
 
 
@@ -30,7 +34,7 @@ def binary(adata_factory):
 def multi(adata_factory):
     adata = adata_factory(n_samples=36, n_genes=24, n_classes=3)
     ardselect.rank_genes(adata, "label", criterion="loo", key_added="markers",
-                         estimator_params={"inclusion_penalty": 0.0, "intercept_alpha": "ard"})
+                         estimator_params=_PAPER)
     return adata
 
 
@@ -74,8 +78,8 @@ def test_binary_tables(binary):
     ranked = ardselect.get.ranked_genes_df(adata)
     assert list(ranked.columns) == [
         "class", "rank", "gene", "description", "selected", "relevance", "mean", "sd", "alpha",
-        "entered_step", "log_bf", "pip", "p_sign", "z",
-        "log_bf_marginal",
+        "entered_step", "log_bf", "p_sign", "z", "log_bf_marginal", "cv_frequency", "t_stat",
+        "log2_fc", "direction", "note",
     ]
     assert len(ranked) == 24
     assert ranked["rank"].tolist() == list(range(1, 25))
@@ -91,7 +95,7 @@ def test_binary_tables(binary):
     ]
     assert path["chosen"].sum() == 1
     assert path.loc[path["chosen"], "step"].item() == ardselect.get.chosen_steps(adata)["ctrl"]
-    assert set(path["action"]) <= {"init", "add", "delete", "reestimate"}
+    assert set(path["action"]) <= {"init", "add", "delete", "reestimate", "prune"}
     assert path.loc[path["chosen"], "n_features"].item() == sel.shape[0]
 
 
@@ -99,17 +103,20 @@ def test_certainty_in_var_matches_the_estimator(binary, multi):
     _, adata = binary
     est = ardselect.get.ranked_genes_df(adata).set_index("gene")
     var = adata.var
-    for col in ("log_bf", "pip", "p_sign"):
+    for col in ("log_bf", "p_sign", "cv_frequency", "t_stat"):
         assert var[f"ardselect_{col}"].dtype == np.float64
         np.testing.assert_array_equal(var[f"ardselect_{col}"], est.loc[var.index, col])
-    # The planted genes are certain; the dropped constant gene has no evidence either way.
-    assert (var.loc[["G0", "G1"], "ardselect_pip"] > 0.9).all()
+    # The planted genes are certain (an inclusion probability above 0.9 at even prior odds) and
+    # far apart in the data; the dropped constant gene has no evidence either way.
+    assert (var.loc[["G0", "G1"], "ardselect_log_bf"] > np.log(9)).all()
+    assert (np.abs(var.loc[["G0", "G1"], "ardselect_t_stat"]) > 3).all()
     assert np.isnan(var.loc["G5", "ardselect_log_bf"])
-    assert var.loc["G5", "ardselect_pip"] == 0
+    assert np.isnan(var.loc["G5", "ardselect_t_stat"])
+    assert var["ardselect_cv_frequency"].isna().all()  # criterion "loo": no inner folds
     for k in range(3):
         block = ardselect.get.ranked_genes_df(multi, "markers", group=f"class{k}")
         block = block.set_index("gene").loc[multi.var_names]
-        np.testing.assert_array_equal(multi.varm["markers_pip"][:, k], block["pip"])
+        np.testing.assert_array_equal(multi.varm["markers_t_stat"][:, k], block["t_stat"])
         np.testing.assert_array_equal(multi.varm["markers_log_bf"][:, k], block["log_bf"])
 
 
@@ -175,8 +182,10 @@ def test_positive_versus_rest(adata_factory):
     assert list(uns["classes"]) == ["rest", "class2"]
     assert "ardselect_class" not in adata.var
     assert adata.var.sort_values("ardselect_rank").index[0] == "G2"
-    assert list(ardselect.get.gene_sets(adata)) == ["class2_up", "class2_down"]
-    assert "than in rest" in ardselect.get.gene_sets(adata)["class2_up"][0]
+    ranked = ardselect.get.ranked_genes_df(adata, selected_only=True)
+    sets = ardselect.get.gene_sets(adata)
+    assert set(sets) == {f"class2_{d}" for d in ranked["direction"]}  # no empty set
+    assert "than in rest" in sets["class2_up"][0]
 
 
 def test_sparse_layer_and_symbol_key(adata_factory):

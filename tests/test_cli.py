@@ -21,8 +21,8 @@ import ardselect
 from ardselect._anndata import _rank_core
 
 runner = CliRunner()
-FILES = ("genes.tsv", "genes.gmt", "genes.rnk", "path.tsv", "path.png", "weights.png",
-         "certainty.png", "model.json")
+FILES = ("genes.tsv", "genes.gmt", "genes.rnk", "frontier.tsv", "frontier.png", "path.tsv",
+         "path.png", "weights.png", "certainty.png", "model.json")
 
 
 def run(*args):
@@ -124,8 +124,8 @@ def test_fit_outputs(fitted):
     genes = pd.read_csv(out / "genes.tsv", sep="\t", keep_default_na=False)
     assert list(genes.columns) == [
         "rank", "gene", "description", "selected", "relevance", "mean", "sd", "alpha",
-        "entered_step", "log_bf", "pip", "p_sign", "z",
-        "log_bf_marginal",
+        "entered_step", "log_bf", "p_sign", "z", "log_bf_marginal", "cv_frequency", "t_stat",
+        "log2_fc", "direction", "note",
     ]
     assert len(genes) == 20
     assert genes["rank"].tolist() == list(range(1, 21))
@@ -135,17 +135,20 @@ def test_fit_outputs(fitted):
     gmt = [line.split("\t") for line in (out / "genes.gmt").read_text().splitlines()]
     assert [f[0] for f in gmt] == ["ctrl_up", "ctrl_down"]
     sel = genes[genes["selected"]]
-    # The data carry no symbol column: identifiers, and the description says so.
-    assert gmt[0][2:] == sel.loc[sel["mean"] > 0, "gene"].tolist()
-    assert gmt[1][2:] == sel.loc[sel["mean"] < 0, "gene"].tolist()
-    assert "higher in label=ctrl than in case" in gmt[0][1]
+    # Up and down by the data; no symbol column: identifiers, and the description says so.
+    assert gmt[0][2:] == sel.loc[sel["direction"] == "up", "gene"].tolist()
+    assert gmt[1][2:] == sel.loc[sel["direction"] == "down", "gene"].tolist()
+    assert "with mean higher in label=ctrl than in case" in gmt[0][1]
     assert "identifiers" in gmt[0][1]
     rnk = pd.read_csv(out / "genes.rnk", sep="\t", header=None, names=["gene", "score"])
     assert sorted(rnk["gene"]) == sorted(genes["gene"])
     assert rnk["score"].is_monotonic_decreasing
     assert not rnk.loc[~rnk["gene"].isin(sel["gene"]), "score"].duplicated().any()
-    np.testing.assert_allclose(rnk.set_index("gene").loc[genes["gene"], "score"], genes["z"],
-                               rtol=1e-9)
+    scores = rnk.set_index("gene").loc[genes["gene"], "score"].to_numpy()
+    np.testing.assert_array_equal(np.sign(scores), np.sign(genes["t_stat"]))
+    frontier = pd.read_csv(out / "frontier.tsv", sep="\t", keep_default_na=False)
+    assert frontier["chosen"].sum() == 1
+    assert frontier.loc[frontier["chosen"], "n_genes"].item() == len(sel)
     path = pd.read_csv(out / "path.tsv", sep="\t", keep_default_na=False)
     assert path["chosen"].sum() == 1
     assert (out / "path.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -156,7 +159,7 @@ def test_fit_outputs(fitted):
     assert model["preprocessing"]["log"] == "log2"
     assert model["criterion"] == "cv"
     assert model["label_key"] == "label"
-    assert "selected by cv" in result.stdout
+    assert "selected by cross-validation: held-out log-loss" in result.stdout
     assert "log2(x + 1) (auto" in result.stdout
 
 
@@ -285,15 +288,18 @@ def test_multiclass(data, tmp_path):
     for k in range(3):
         # Class k vs the rest: all three planted markers are informative (G_k up in the class,
         # the others up in the rest); the class's own must be in, with a positive weight, and the
-        # top-ranked gene is one of the three (by relevance; with the ML candidate chosen, the
-        # capped precisions can put another class's marker first).
+        # top-ranked gene is one of the three (by relevance, another class's marker can be first).
         block = genes[genes["class"] == f"class{k}"].set_index("gene")
         assert block.loc[f"G{k}", "selected"]
         assert block.loc[f"G{k}", "mean"] > 0
         assert block.index[0] in {"G0", "G1", "G2"}
         assert block.loc[f"G{k}", "rank"] <= 3
     gmt = [ln.split("\t")[0] for ln in (out / "genes.gmt").read_text().splitlines()]
-    assert gmt == [f"class{k}_{d}" for k in range(3) for d in ("up", "down")]
+    genes = pd.read_csv(out / "genes.tsv", sep="\t", keep_default_na=False)
+    sel = genes[genes["selected"]]
+    # One set per class and direction that holds a selected gene, no empty set.
+    assert gmt == [f"{c}_{d}" for c in dict.fromkeys(sel["class"]) for d in ("up", "down")
+                   if ((sel["class"] == c) & (sel["direction"] == d)).any()]
     assert sorted(p.name for p in (out / "rnk").iterdir()) == [f"class{k}.rnk" for k in range(3)]
     assert "rnk/ (3 .rnk files)" in result.stdout
     pred = run("predict", out / "model.json", data / "multi.tsv")
@@ -556,7 +562,7 @@ def test_progress_handler_follows_the_path(adata_factory):
     log = logging.getLogger("ardselect.path")
     old = log.level
     log.setLevel(logging.DEBUG)
-    for criterion, n_folds, per_fit in (("loo", 0, 1), ("cv", 6, 2)):  # 3 folds x 2 repeats
+    for criterion, n_folds, per_fit in (("loo", 0, 1), ("cv", 6, 1)):  # 3 folds x 2 repeats
         n_paths = 3 * (1 + n_folds) * per_fit
         handler = PathProgress(progress, n_paths)
         log.addHandler(handler)
@@ -567,8 +573,7 @@ def test_progress_handler_follows_the_path(adata_factory):
                                      else None)
         finally:
             log.removeHandler(handler)
-        # One path per class, then (criterion="cv") one per class in every fold; with "cv" each
-        # fit runs the ML candidate's path after the class's own.
+        # One path per class, then (criterion="cv") one per class in every fold.
         per_class = [c for c in ("class0", "class1", "class2") for _ in range(per_fit)]
         assert handler.labels == per_class * (1 + n_folds)
         task = progress.tasks[-1]
@@ -986,12 +991,11 @@ def test_summary_tables_are_whole_when_piped(expression, tmp_path):
 
 
 def test_summary_shows_what_the_rank_means(fitted):
-    # Issue 12: the rank (by 1/alpha) looked out of order against the printed weights.
     result, _, _ = fitted
     header = next(ln for ln in result.stdout.splitlines() if "rank" in ln and "gene" in ln)
-    assert "relevance" in header
-    assert ("rank: by relevance = 1/alpha, the prior variance ARD gives the gene's weight (ties "
-            "by |weight / sd|)") in result.stdout
+    assert all(col in header for col in ("relevance", "direction", "in folds"))
+    assert ("relevance: the prior variance the evidence gives the gene beside the others "
+            "(ranks the genes)") in " ".join(result.stdout.split())
 
 
 def test_show_zero_prints_no_table(data, tmp_path):
@@ -999,7 +1003,7 @@ def test_show_zero_prints_no_table(data, tmp_path):
     assert result.exit_code == 0, result.stderr
     assert "rank" not in result.stdout
     assert "┏" not in result.stdout
-    assert result.stdout.count("gene(s) selected by cv") == 3
+    assert result.stdout.count("gene(s) selected by cross-validation") == 3
     result = run("fit", data / "multi.tsv", "--show", "-1", "--out", tmp_path / "s")
     assert_one_line_error(result, 2, r"--show must be 0 or more, got -1")
 
@@ -1119,27 +1123,29 @@ def test_inclusion_penalty_option(data, tmp_path):
         assert not (tmp_path / "x").exists()
 
 
-def test_ml_candidate_option(data, tmp_path, monkeypatch):
-    """--no-ml-candidate reaches the estimator: no ML path, no "ml" record; the default has both."""
-    for flag, expected in (("--ml-candidate", True), ("--no-ml-candidate", False)):
-        out = tmp_path / flag
-        result = run("fit", data / "train.csv", flag, "-o", out, "-q", "--write-h5ad",
-                     tmp_path / f"{flag}.h5ad")
-        assert result.exit_code == 0, result.stderr
-        params = ad.read_h5ad(tmp_path / f"{flag}.h5ad").uns["ardselect"]["params"]
-        assert bool(params["estimator_params"]["ml_candidate"]) is expected
-        actions = set(pd.read_csv(out / "path.tsv", sep="\t")["action"])
-        assert ("ml" in actions) is expected
-    # evaluate passes it to the ARD-EP model it builds.
+def test_max_genes_and_cv_rule_options(data, tmp_path, monkeypatch):
+    """--max-genes and --cv-rule reach the estimator, in fit and in evaluate."""
+    out = tmp_path / "capped"
+    result = run("fit", data / "train.csv", "--max-genes", "1", "--cv-rule", "1se", "-o", out,
+                 "-q", "--write-h5ad", tmp_path / "capped.h5ad")
+    assert result.exit_code == 0, result.stderr
+    params = ad.read_h5ad(tmp_path / "capped.h5ad").uns["ardselect"]["params"]
+    assert int(params["estimator_params"]["max_genes"]) == 1
+    assert params["estimator_params"]["cv_rule"] == "1se"
+    genes = pd.read_csv(out / "genes.tsv", sep="\t", keep_default_na=False)
+    assert genes["selected"].sum() <= 1
+    result = run("fit", data / "train.csv", "--max-genes", "0", "-o", tmp_path / "zero")
+    assert result.exit_code == 2
+    assert "--max-genes" in result.stderr
     made = []
 
     class Spy(ardselect.ARDClassifier):
         def fit(self, X, y):
-            made.append(self.ml_candidate)
+            made.append((self.max_genes, self.cv_rule))
             return super().fit(X, y)
 
     monkeypatch.setattr(ardselect, "ARDClassifier", Spy)
-    result = run("evaluate", data / "all.csv", "--splits", 2, "--no-ml-candidate", "-j", 1)
+    result = run("evaluate", data / "all.csv", "--splits", 2, "--max-genes", 3, "-j", 1)
     assert result.exit_code == 0, result.stderr
     assert made
-    assert not any(made)
+    assert set(made) == {(3, "min")}

@@ -101,7 +101,7 @@ def test_leave_group_out_matches_refits_without_the_group():
         st = run_ep(P[~te], fit.alpha_scaled, tol=1e-10, max_iter=1000)
         m, v = st.post.latent(P[te] * fit.signs[te][:, None])
         ref[te] = np.exp(probit_log_proba(m[:, None], v[:, None], clf.temperature_, 1.0,
-                                          clf.variance_scale_))
+                                          clf.variance_scale_, clf.calibration_offset_))
     np.testing.assert_allclose(est, ref, atol=0.01)
     assert np.abs(est - ref).mean() < 0.003
     np.testing.assert_array_equal(est.argmax(axis=1), ref.argmax(axis=1))

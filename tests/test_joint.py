@@ -183,11 +183,13 @@ def test_shared_classes_use_the_same_genes(criterion):
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
     assert np.mean(est.predict(X) == y) > 0.8
     if criterion == "cv":
-        assert set(est.cv_results_.candidate) == {"ard", "ard-start", "ard-ml"}
-        start = est.cv_results_[est.cv_results_.candidate == "ard-start"]
-        assert (start.step == 0).all()
-        chosen = est.cv_results_[est.cv_results_.chosen]
-        assert chosen.candidate.nunique() == 1
+        # One frontier per class, on the same sizes and steps; one size chosen for all.
+        front = est.cv_results_
+        sizes = [g["n_genes"].tolist() for _, g in front.groupby("class", sort=False)]
+        assert all(s == sizes[0] for s in sizes)
+        chosen = front[front.chosen]
+        assert chosen.n_genes.nunique() == 1
+        assert chosen.step.nunique() == 1
         assert len(chosen) == 4
 
 
@@ -281,8 +283,8 @@ def test_shared_sparse_and_dask_inputs_give_the_dense_fit():
 def test_one_class_joint_path_is_the_sequential_path(penalty, alpha_min, seed):
     # The K-class driver with one class takes the one-class path's steps exactly: the same start,
     # actions, genes and evidence (both score every gene: fewer than SCREEN_MIN_FEATURES).
-    from ardselect._classifier import _EPProbitProblem
     from ardselect._joint import JointPath
+    from ardselect._problem import EPProbitProblem
     from ardselect._sequential import SequentialPath
 
     rng = np.random.default_rng(seed)
@@ -297,8 +299,8 @@ def test_one_class_joint_path_is_the_sequential_path(penalty, alpha_min, seed):
     fixed = {m: 0.01}
 
     def problem():
-        p = _EPProbitProblem(Phi, allowed, loo_prob_scale=50.0, damping=1.0, ep_tol=1e-5,
-                             ep_max_iter=200)
+        p = EPProbitProblem(Phi, allowed, loo_prob_scale=50.0, damping=1.0, ep_tol=1e-5,
+                            ep_max_iter=200)
         p.release(Phi, t)
         return p
 
@@ -307,6 +309,10 @@ def test_one_class_joint_path_is_the_sequential_path(penalty, alpha_min, seed):
     joint = JointPath([problem()], allowed, alpha_min=alpha_min, penalty=pen, fixed=fixed,
                       max_init=20, max_steps=300, tol=1e-5, patience=20).run()
     assert len(one.steps) > 5
+    # And their pruning tails, down to every size.
+    one.prune((0, 1, 2, 3, 5, 8, 13))
+    joint.prune((0, 1, 2, 3, 5, 8, 13))
+    assert "prune" in {s.action for s in one.steps}
     assert [s.action for s in joint.steps[0]] == [s.action for s in one.steps]
     assert [s.feature for s in joint.steps[0]] == [s.feature for s in one.steps]
     for a, b in zip(joint.steps[0], one.steps, strict=True):

@@ -9,6 +9,7 @@ import anndata as ad
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import norm
 
 from ardselect import DataError, FileFormatError, ModelError
 from ardselect.model import DataScaleWarning, PortableModel, load_model
@@ -206,8 +207,8 @@ def test_edited_model_file_is_refused_naming_the_field(tmp_path, edit, pattern):
 
 def test_model_from_a_newer_ardselect_is_refused(tmp_path):
     path = tmp_path / "model.json"
-    path.write_text(_edited(_set(["format_version"], 3)))
-    with pytest.raises(ModelError, match=r"format version 3 is not supported by ardselect .* "
+    path.write_text(_edited(_set(["format_version"], 4)))
+    with pytest.raises(ModelError, match=r"format version 4 is not supported by ardselect .* "
                                          r"it was written by a newer ardselect: upgrade"):
         load_model(path)
 
@@ -294,7 +295,7 @@ def test_models_without_temperatures_predict_at_one():
     Version 1 had no variance scale; files written before the temperatures had no temperatures.
     """
     model, _, _ = _toy_model()
-    assert model.data["format_version"] == 2
+    assert model.data["format_version"] == 3
     data = json.loads(model.to_json())
     del data["problems"][0]["temperature"], data["combine_temperature"]
     del data["problems"][0]["variance_scale"]
@@ -368,3 +369,18 @@ def test_data_on_another_scale_are_warned_about():
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataScaleWarning)
         old_sparse.predict(logged)
+
+
+def test_calibration_offset_is_read_checked_and_applied():
+    model, _, _ = _toy_model()
+    frame = pd.DataFrame({"a": [0.0, 4.0], "b": [1.0, 1.0], "c": [5.0, 0.0]})
+    data = json.loads(model.to_json())
+    data["problems"][0]["offset"] = 0.7
+    shifted = PortableModel(data)
+    base = model.predict_proba(frame).to_numpy()[:, 1]
+    got = shifted.predict_proba(frame).to_numpy()[:, 1]
+    # The offset is added to the calibrated latent: Phi(a + z) against Phi(z).
+    np.testing.assert_allclose(norm.ppf(got) - norm.ppf(base), 0.7, rtol=1e-9)
+    data["problems"][0]["offset"] = "abc"
+    with pytest.raises(ModelError, match=r"problems\[0\]\.offset must be a finite number"):
+        PortableModel(data)

@@ -145,33 +145,43 @@ def test_figures_ask_for_the_plot_extra_without_matplotlib(monkeypatch):
         pl.path(table)
 
 
-def test_screened_models_are_markers_apart_from_the_path():
-    # criterion="cv" records its screened models and its ML candidate after the ARD steps; they
-    # are not path steps, so the path's curve stops before them and they are drawn as unjoined
-    # markers: squares for the screened models, a diamond for the ML candidate.
+def test_the_pruning_tail_follows_a_dotted_line():
+    # criterion="cv" continues the path by its pruning tail: one curve, the tail's start marked.
     path_table = pd.DataFrame(
         {
             "class": ["b"] * 7,
             "step": [0, 1, 2, 3, 4, 5, 6],
-            "action": ["init", "add", "delete", "screen", "screen", "screen", "ml"],
-            "log_evidence": [-9.0, -8.0, -7.5, -12.0, -10.0, -11.0, -8.5],
-            "loo_error": [0.2, 0.1, 0.1, 0.2, 0.1, 0.1, 0.0],
-            "loo_prob_error": [0.21, 0.12, 0.1, 0.2, 0.1, 0.1, 0.01],
-            "n_features": [1, 2, 1, 1, 5, 10, 7],
+            "action": ["init", "add", "delete", "prune", "reestimate", "prune", "prune"],
+            "log_evidence": [-9.0, -8.0, -7.5, -8.0, -7.9, -9.0, -11.0],
+            "loo_error": [0.2, 0.1, 0.1, 0.1, 0.1, 0.1, 0.2],
+            "loo_prob_error": [0.21, 0.12, 0.1, 0.1, 0.1, 0.11, 0.2],
+            "n_features": [3, 4, 3, 2, 2, 1, 0],
             "chosen": [False, False, False, False, True, False, False],
         }
     )
     fig = pl.path(path_table)
     lines = fig.axes[0].get_lines()
     curve = [ln for ln in lines if ln.get_linestyle() == "-" and ln.get_marker() in ("None", "")]
-    marks = [ln for ln in lines if ln.get_marker() == "s"]
-    ml = [ln for ln in lines if ln.get_marker() == "D"]
-    assert [list(ln.get_xdata()) for ln in curve] == [[0, 1, 2]]
-    assert [list(ln.get_xdata()) for ln in marks] == [[3, 4, 5]]
-    assert [list(ln.get_xdata()) for ln in ml] == [[6]]
-    assert marks[0].get_linestyle() == "None"
-    assert ml[0].get_linestyle() == "None"
-    assert "other CV candidates" in fig.axes[-1].get_xlabel()
-    # The dotted separator sits before the first candidate.
+    assert [list(ln.get_xdata()) for ln in curve] == [[0, 1, 2, 3, 4, 5, 6]]
+    assert "pruning tail" in fig.axes[-1].get_xlabel()
     seps = [ln for ln in lines if ln.get_linestyle() == ":"]
     assert [list(ln.get_xdata()) for ln in seps] == [[2.5, 2.5]]
+    assert "pruning tail from here" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+
+def test_frontier_marks_the_chosen_and_the_one_se_sizes():
+    front = pd.DataFrame({
+        "class": ["b"] * 5, "n_genes": [0, 1, 2, 5, 10],
+        "cv_log_loss": [0.69, 0.4, 0.3, 0.25, 0.26], "cv_log_loss_se": [0.0, 0.05, 0.04, 0.03, 0.03],
+        "cv_error": [0.5, 0.2, 0.1, 0.08, 0.08], "cv_error_se": [0.1, 0.06, 0.05, 0.04, 0.04],
+        "chosen": [False, False, False, True, False], "one_se": [False, False, True, False, False],
+    })
+    fig = pl.frontier(front)
+    top = fig.axes[0]
+    dots = [ln for ln in top.get_lines() if ln.get_marker() == "o"]
+    squares = [ln for ln in top.get_lines() if ln.get_marker() == "s"]
+    assert [list(ln.get_xdata()) for ln in dots] == [[5.0]]
+    assert [list(ln.get_xdata()) for ln in squares] == [[2.0]]
+    labels = [t.get_text() for t in top.get_legend().get_texts()]
+    assert labels == ["chosen size", "smallest within 1 s.e.", "+-1 standard error"]
+    assert fig.axes[1].get_xticklabels()[0].get_text() == "0"  # the intercept alone

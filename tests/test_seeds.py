@@ -32,9 +32,8 @@ def test_invariants_for_any_seed(seed):
     assert np.allclose(P.sum(axis=1), 1)
     assert np.array_equal(clf.predict(X), clf.classes_[(P[:, 1] > 0.5).astype(int)])
     ev = clf.choose_step("evidence")  # one binary problem: one step
-    # The maximum over the ARD steps (the screened models and the ML candidate after them are
-    # not the path's).
-    on_path = ~p["action"].isin(["screen", "ml"])  # the other candidates of criterion="cv"
+    # The maximum over the path proper (criterion="cv" adds its pruning tail after it).
+    on_path = np.arange(len(p)) < clf._fits[0].n_path
     assert p["log_evidence"].iloc[ev[0]] == p.loc[on_path, "log_evidence"].max()
     # EP on the evidence model's features reproduces the recorded evidence (the intercept's
     # precision is that of the column of ones, inf when it is out of the model)

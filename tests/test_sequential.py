@@ -254,3 +254,85 @@ def test_one_deletion_that_lowers_the_objective_is_kept():
     assert loop.taken == [("delete", 1), ("add", 1), ("reestimate", 0), ("delete", 0), ("add", 2)]
     assert loop.converged
     assert loop.script == []
+
+
+# ---------------------------------------------------------------------------- the pruning tail
+def _tail_problem(seed=0, n=40, m=30):
+    from ardselect._problem import EPProbitProblem
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, m))
+    t = np.where(X[:, :6].sum(axis=1) + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
+    Phi = np.column_stack([X, np.ones(n)])
+    Phi /= np.sqrt(np.mean(Phi**2, axis=0))
+    prob = EPProbitProblem(t[:, None] * Phi, np.ones(m + 1, dtype=bool), loo_prob_scale=50.0,
+                           damping=1.0, ep_tol=1e-8, ep_max_iter=500)
+    return prob, m
+
+
+def _run_tail(sizes, *, fixed=True, alpha_min=1.0):
+    from ardselect._sequential import SequentialPath
+
+    prob, m = _tail_problem()
+    path = SequentialPath(prob, init="relevant", alpha_min=alpha_min, tol=1e-6,
+                          fixed={m: 0.01} if fixed else None).run()
+    n_path = len(path.steps)
+    path.prune(sizes)
+    return prob, m, path, n_path
+
+
+def test_the_pruning_tail_reaches_every_size_and_keeps_the_held_intercept():
+    prob, m, path, n_path = _run_tail((0, 1, 2, 3, 5, 8))
+    tail = path.steps[n_path:]
+    start = int(np.sum(path.steps[n_path - 1].active != m))
+    assert start > 8  # the path proper ends above every size asked for
+    sizes = [int(np.sum(s.active != m)) for s in tail]
+    assert {0, 1, 2, 3, 5, 8} <= set(sizes)
+    assert sizes == sorted(sizes, reverse=True)  # it only goes down
+    assert all(m in s.active for s in tail)  # the intercept is never deleted
+    assert {s.action for s in tail} <= {"prune", "reestimate"}
+    for s in tail:  # each step's records are EP's, at its own genes and precisions
+        ep = prob.fit_sites(s.active, s.alpha, None, tol=1e-10)
+        assert s.stats["log_evidence"] == pytest.approx(ep.log_evidence, abs=1e-5)
+    # Without a held feature there is no empty model: the tail stops at one gene.
+    _, m, free, n_free = _run_tail((0, 1, 2), fixed=False)
+    assert min(int(s.active.size) for s in free.steps[n_free:]) == 1
+
+
+def test_a_prune_deletes_the_genes_whose_deletion_costs_least():
+    # One prune step against the deletion costs computed directly: log evidence of the virtual
+    # regression with each gene left out, at the state the tail starts from.
+    prob, m, path, n_path = _run_tail((4,))
+    last = path.steps[n_path - 1]
+    first = path.steps[n_path]
+    assert first.action == "prune"
+    b, t = last.state[0], last.state[1] / np.where(last.state[0] > 0, last.state[0], 1.0)
+    P = prob.columns(last.active)
+    full = log_marginal_virtual(P, last.alpha, b, t)
+    genes = [k for k, j in enumerate(last.active) if j != m]
+    cost = {int(last.active[k]): full - log_marginal_virtual(np.delete(P, k, axis=1),
+                                                              np.delete(last.alpha, k), b, t)
+            for k in genes}
+    dropped = set(last.active) - set(first.active)
+    assert len(dropped) == len(genes) - 4
+    kept = set(cost) - dropped
+    assert max(cost[j] for j in dropped) <= min(cost[j] for j in kept) + 1e-9
+
+
+def test_the_tail_re_estimates_the_remaining_precisions():
+    # After a prune the remaining genes' precisions are re-estimated for the new sites until no
+    # re-estimate gains more than tol: no gene is left far from its optimum.
+    prob, m, path, n_path = _run_tail((8,), alpha_min=0.5)
+    end = path.steps[-1]
+    tau, nu = end.state
+    b, t = tau, nu / np.where(tau > 0, tau, 1.0)
+    from ardselect._ep import LatentPosterior
+
+    post = LatentPosterior(prob.columns(end.active), end.alpha, tau, nu)
+    S, Q = score_candidates(prob.columns(end.active), post, b, t)
+    act, gain, _ = candidate_actions(S, Q, end.alpha, np.zeros(end.active.size, dtype=bool), 0.5)
+    genes = end.active != m
+    assert path.steps[-1].action == "reestimate"
+    # (the tail may not re-estimate the same gene twice in a row: its last gene is exempt)
+    others = genes & (end.active != path.steps[-1].feature)
+    assert np.all(gain[others & (act == REESTIMATE)] <= 1e-6 + 1e-9)

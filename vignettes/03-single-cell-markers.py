@@ -91,14 +91,16 @@ print("dotplot:", OUT / "markers_dotplot.png")
 # ## 3. How sure is the model of each gene?
 #
 # From the same fit, for every gene: the log Bayes factor of the gene in the type's model against
-# out of it (`log_bf`, the other genes held as chosen), the posterior inclusion probability
-# (`pip`) and the probability that the weight has the sign shown (`p_sign`); and the one-gene
-# `log_bf_marginal`, how much the gene predicts on its own. Read `log_bf` as "does the model need
+# out of it (`log_bf`, the other genes held as chosen), the probability that the weight has the
+# sign shown (`p_sign`), the one-gene `log_bf_marginal` (how much the gene predicts on its own)
+# and `cv_frequency`, the share of the inner cross-validation's fold models of the chosen size
+# that hold the gene (how reproducible its selection is). Read `log_bf` as "does the model need
 # this gene beside the others": a gene with a large marginal but a small conditional Bayes factor
 # carries a signal that other genes in the panel already carry.
 
 # %%
-cols = ["class", "gene", "mean", "sd", "log_bf", "pip", "p_sign", "log_bf_marginal"]
+cols = ["class", "gene", "direction", "mean", "sd", "log_bf", "p_sign", "log_bf_marginal",
+        "cv_frequency"]
 print(ranked[ranked["selected"]].groupby("class", sort=False).head(4)[cols]
       .to_string(index=False, float_format=lambda v: f"{v:.3g}"))
 fig = ardselect.pl.certainty(ranked, top=12, title="pbmc68k_reduced: certainty of each gene")
