@@ -365,8 +365,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     were chosen (the evidence, the EP leave-one-out error) is optimistic for the models selection
     favoured, so ``criterion="cv"`` scores sizes on held-out folds, each fold's path refitted on
     its training part exactly as on the whole training set (columns rescaled on the fold). A size
-    with genes must beat the intercept-only model on the held-out folds by two paired standard
-    errors, else the model is the intercept alone and the signature empty. The temperature
+    with genes must beat the intercept-only model on the held-out folds by one paired standard
+    error, else the model is the intercept alone and the signature empty. The temperature
     (at most 1) only softens a model; the offset moves a softened model toward the class
     frequencies; the variance scale discounts at most ``1 - variance_scale_min`` of the latent's
     posterior variance.

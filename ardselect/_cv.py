@@ -78,7 +78,7 @@ S_MIN = 0.5
 OFFSET_MAX = 10.0
 
 #: Paired standard errors by which a model with genes must beat the intercept-only model.
-NULL_SE = 2.0
+NULL_SE = 1.0
 
 
 @dataclass(frozen=True)

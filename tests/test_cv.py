@@ -171,7 +171,7 @@ def test_choose_size_min_and_one_standard_error():
                               for k, r in enumerate(ties)}, "min") == 1  # the smaller size
 
 
-def test_a_size_with_genes_must_beat_the_intercept_alone_by_two_paired_standard_errors():
+def test_a_size_with_genes_must_beat_the_intercept_alone_by_a_paired_standard_error():
     rng = np.random.default_rng(0)
     base = rng.uniform(0.3, 1.0, size=80)
     for gain, keeps in ((0.002, False), (0.2, True)):
