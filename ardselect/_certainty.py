@@ -87,6 +87,27 @@ def inclusion_certainty(s, q, g_max, prior_inclusion=0.5):
     return log_bf, pip, np.clip(p_positive, 0.0, 1.0)
 
 
+def column_sd(design):
+    """Standard deviation of every column over the rows (divisor ``n``).
+
+    ``design`` is ``(n, m)``, dense, sparse or a :class:`ardselect._lazy.LazyDesign` (two passes
+    over its chunks).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> column_sd(np.array([[1.0, 5.0], [3.0, 5.0]]))
+    array([1., 0.])
+    """
+    from ._sequential import _col_sq_norms_weighted
+
+    n = design.shape[0]
+    ones = np.ones(n)
+    mean = np.asarray(design.T @ ones).ravel() / n
+    sq = _col_sq_norms_weighted(design, ones) / n
+    return np.sqrt(np.maximum(sq - mean * mean, 0.0))
+
+
 def class_contrast(design, in_class):
     """Welch's t statistic of every column: the rows ``in_class`` against the others.
 

@@ -18,7 +18,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ._base import ConstantFeatureWarning, _ARDPathEstimator, _Chosen, label
 from ._basis import make_basis
-from ._certainty import class_contrast, inclusion_certainty, leave_one_out_sq
+from ._certainty import class_contrast, column_sd, inclusion_certainty, leave_one_out_sq
 from ._criteria import CRITERIA, check_criterion, choose_step, group_cavities
 from ._cv import NULL_SE, Calibration, cross_validate
 from ._ep import LatentPosterior
@@ -835,9 +835,10 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     def ranked_features(self):
         """Every feature (basis function) ranked, for the chosen model of each binary problem.
 
-        Selected features come first, by relevance (the evidence-optimal prior variance of the
-        feature given the others), then by ``|z|``; the others follow, by the evidence gain they
-        would bring if added to the chosen model. Remaining ties keep input order.
+        Selected features come first, by the size of their standardised weight ``std_weight``
+        (how far the latent class score moves per standard deviation of the feature), then by
+        ``|z|``; the others follow, by the evidence gain they would bring if added to the chosen
+        model. Remaining ties keep input order.
 
         Returns
         -------
@@ -845,6 +846,9 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             One row per feature and binary problem, ordered by class, then rank:
 
             * ``class``, ``rank`` (1 = best), ``feature``, ``selected``;
+            * ``std_weight``: the posterior mean weight times the feature's standard deviation
+              in the training data, the change of the latent class score per standard
+              deviation of the feature (0 outside the model); its sign is the weight's;
             * ``relevance``: ``1 / alpha*``, the prior variance the evidence would give the
               feature beside the model's other features, on the unit-RMS scale and without the
               floor ``alpha_min`` (the model itself caps it at ``1 / alpha_min``); 0 when the
@@ -908,7 +912,9 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             frequency = (np.full(n_basis, np.nan) if fit.frequency is None
                          else fit.frequency[:n_basis])
             potential = np.where(usable, potential, -np.inf)
-            key = np.where(selected, relevance, potential)
+            # basis = input / scale, so sd(input) = scale * sd(basis).
+            std_weight = self.coef_[i] * (fit.scale * column_sd(fit.problem.basis))[:n_basis]
+            key = np.where(selected, np.abs(std_weight), potential)
             # Selected first, then by key descending, then by |weight / sd|.
             tie = np.where(selected, -np.abs(np.nan_to_num(z)), 0.0)
             order = np.lexsort((tie, -key, ~selected))
@@ -922,6 +928,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                 "rank": np.arange(1, n_basis + 1),
                 "feature": fit.names[:n_basis][order].astype(str),
                 "selected": selected[order],
+                "std_weight": std_weight[order],
                 "relevance": relevance[order],
                 "mean": self.coef_[i, order],
                 "sd": self.coef_sd_[i, order],

@@ -73,7 +73,8 @@ def ranked_genes_df(
     pandas.DataFrame
         Columns ``class`` (the positive class of the binary problem), ``rank`` (1 = best),
         ``gene``, ``description`` (symbol or description when known, else empty), ``selected``,
-        ``relevance`` (the prior variance the evidence would give the gene beside the model's
+        ``std_weight`` (the weight times the gene's sd: the change of the latent class score per
+        sd of the gene; ranks the selected genes), ``relevance`` (the prior variance the evidence would give the gene beside the model's
         other genes, 0 outside the model), ``mean`` and ``sd`` (posterior of the weight of the
         standardised gene), ``alpha`` (the precision the model uses, ``inf`` outside it),
         ``entered_step`` (first path step with the gene in the model, ``<NA>`` if never),

@@ -193,7 +193,7 @@ def test_separable_and_duplicated_features_fit_cleanly():
 def test_recovers_relevant_features_on_the_papers_setup():
     # The paper's generator (10 relevant of 200 weights from N(-0.5, 1)), with 150 training points so
     # that recovery is well determined. ARD's evidence optimum keeps the relevant genes and a few
-    # irrelevant ones with small weights; the ranking (by relevance) puts the true genes on top.
+    # irrelevant ones with small weights; the ranking (by standardised weight) puts the true genes on top.
     # The paper's type-II maximum likelihood (no inclusion penalty: with "bic", 2.5 nats per gene
     # at 150 samples, the weakest relevant genes stay out and 6 of the 10 are kept).
     X, y, Xt, yt, relevant = paper_synthetic(0, n_train=150, n_test=2000)
@@ -245,14 +245,36 @@ def test_ranked_features_table():
     X, y = two_gene_data(12)
     clf = ARDClassifier().fit(X, y)
     r = clf.ranked_features()
-    assert list(r.columns) == ["class", "rank", "feature", "selected", "relevance", "mean", "sd",
-                               "alpha", "entered_step", "log_bf", "p_sign", "z",
+    assert list(r.columns) == ["class", "rank", "feature", "selected", "std_weight", "relevance",
+                               "mean", "sd", "alpha", "entered_step", "log_bf", "p_sign", "z",
                                "log_bf_marginal", "cv_frequency", "t_stat"]
     assert r["rank"].tolist() == list(range(1, 31))
     n_sel = int(clf.get_support().sum())
     assert r["selected"].tolist() == [True] * n_sel + [False] * (30 - n_sel)
     assert set(r["feature"].head(2)) == {"x3", "x7"}
     assert r.loc[r["selected"], "entered_step"].notna().all()
+
+
+def test_std_weight_is_the_weight_per_sd_of_the_input_and_orders_the_selection():
+    # Columns on very different scales: the standardised weight is the input-unit weight times
+    # the column's sd in the training data (computed here directly), and it orders the selected
+    # genes, so rescaling a column changes neither its std_weight nor the order.
+    X, y = two_gene_data(12)
+    X = X * np.linspace(0.1, 30.0, X.shape[1])
+    clf = ARDClassifier().fit(X, y)
+    r = clf.ranked_features().set_index("feature")
+    expected = clf.coef_[0] * X.std(axis=0)
+    names = [f"x{j}" for j in range(X.shape[1])]
+    np.testing.assert_allclose(r.loc[names, "std_weight"], expected, rtol=1e-10, atol=1e-14)
+    sel = r[r["selected"]]
+    assert np.all(np.diff(np.abs(sel["std_weight"].to_numpy())) <= 0)
+    assert (r.loc[~r["selected"], "std_weight"] == 0).all()
+    X2 = X.copy()
+    X2[:, 3] *= 1000.0
+    r2 = ARDClassifier().fit(X2, y).ranked_features().set_index("feature")
+    np.testing.assert_allclose(r2.loc[names, "std_weight"], r.loc[names, "std_weight"],
+                               rtol=1e-6, atol=1e-9)
+    assert list(r2.index[r2["selected"]]) == list(sel.index)
 
 
 def test_works_in_a_pipeline():
