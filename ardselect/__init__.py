@@ -24,6 +24,7 @@ _LAZY = {
     "ARDClassifier": "._classifier",
     "ConstantFeatureWarning": "._base",
     "DataScaleWarning": ".model",
+    "ScaledXWarning": "._anndata",
     "CRITERIA": "._criteria",
     "PATH_CRITERIA": "._criteria",
     "RVMRegressor": "._rvm",

@@ -97,6 +97,7 @@ class RankResult:
     ranked: pd.DataFrame  # _RANKED_COLUMNS, every gene (per problem), rank order
     path: pd.DataFrame  # _PATH_COLUMNS
     frontier: pd.DataFrame  # _FRONTIER_COLUMNS (empty without criterion="cv")
+    cv_groups: pd.DataFrame  # ARDClassifier.cv_groups_ (empty without groups)
     chosen_step: dict  # problem class label -> chosen step
     log2_fc: dict  # class label -> (n_genes,) log2 fold change against the rest (scanpy's)
     preprocessor: Preprocessor
@@ -168,10 +169,12 @@ def _rank_core(
     model_extra: Mapping | None = None,
     sample_names=None,
     log1p_base: float | None = None,
+    groups=None,
 ) -> RankResult:
     """Preprocess, fit the ARD classifier and tabulate its results (arrays in, tables out).
 
-    ``sample_names`` (one per row of ``X``) name the samples in messages about bad values.
+    ``sample_names`` (one per row of ``X``) name the samples in messages about bad values;
+    ``groups`` (one per row, optional) are held out whole by the inner cross-validation.
     """
     from ._classifier import ARDClassifier
 
@@ -226,7 +229,7 @@ def _rank_core(
     code_to_label = {str(i): str(c) for i, c in enumerate(classes)}
     with _relabel_progress(code_to_label), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        est.fit(Z, codes)
+        est.fit(Z, codes, groups=groups)
     for w in caught:
         # The estimator names classes by their integer codes ("class 9"); name them by their
         # labels. Only "class <code>" is rewritten, so other numbers (max_steps=2000) stay.
@@ -312,6 +315,7 @@ def _rank_core(
         frontier = frontier[list(_FRONTIER_COLUMNS)].reset_index(drop=True)
     else:
         frontier = pd.DataFrame(columns=list(_FRONTIER_COLUMNS))
+    cv_groups = pd.DataFrame(getattr(est, "cv_groups_", pd.DataFrame()))
 
     extra = {
         "criterion": criterion,
@@ -326,6 +330,7 @@ def _rank_core(
         ranked=ranked,
         path=path,
         frontier=frontier,
+        cv_groups=cv_groups,
         chosen_step=chosen_step,
         log2_fc=lfc,
         preprocessor=pre,
@@ -419,6 +424,7 @@ def rank_genes(
     standardize: bool = True,
     symbol_key: str | None = None,
     max_steps: int | None = None,
+    groups: str | None = None,
     estimator_params: Mapping | None = None,
     key_added: str = "ardselect",
     copy: bool = False,
@@ -465,6 +471,11 @@ def rank_genes(
         of ``symbol``, ``gene_symbol(s)``, ``gene_name(s)``, ``feature_name``, ``description``.
     max_steps : int, optional
         Largest number of path steps (the estimator's default otherwise).
+    groups : str, optional
+        An ``obs`` column of groups (donor, patient, batch): the inner cross-validation of
+        ``criterion="cv"`` holds out whole groups, so the number of genes is chosen for new
+        donors, not for new cells of the donors it has seen. Each group's held-out error and
+        log-loss are stored (:func:`ardselect.get.cv_groups_df`).
     estimator_params : dict, optional
         Further :class:`~ardselect.ARDClassifier` parameters (``tol``, ``loo_prob_scale``, ...).
     key_added : str, default="ardselect"
@@ -500,7 +511,8 @@ def rank_genes(
           the stratified sketch of ``estimator_params["max_samples"]``), ``ranked`` and
           ``path`` and ``frontier`` (tables as dicts of columns; read them with
           :func:`ardselect.get.ranked_genes_df`, :func:`ardselect.get.path_df` and
-          :func:`ardselect.get.frontier_df`),
+          :func:`ardselect.get.frontier_df`), ``cv_groups`` with ``groups`` (read it with
+          :func:`ardselect.get.cv_groups_df`),
           ``preprocessing`` (what was applied, including ``n_dropped`` constant genes) and
           ``model_json`` (the portable model as JSON text; see :func:`ardselect.get.model`);
         * ``uns[key]`` also holds the layout of ``scanpy.tl.rank_genes_groups``, so that
@@ -563,6 +575,7 @@ def rank_genes(
         "standardize": standardize,
         "symbol_key": symbol_key,
         "max_steps": max_steps,
+        "groups": groups,
         "estimator_params": dict(estimator_params or {}),
         "key_added": key_added,
         "version": __version__,
@@ -576,6 +589,14 @@ def rank_genes(
     if layer is not None and use_raw:
         msg = "give either layer or use_raw, not both"
         raise ValueError(msg)
+    if groups is not None:
+        if groups not in adata.obs.columns:
+            avail = ", ".join(map(str, adata.obs.columns)) or "none"
+            msg = f"groups {groups!r} is not an obs column; available: {avail}"
+            raise LabelError(msg)
+        if criterion != "cv":
+            msg = f"groups are used by criterion='cv' only; got criterion={criterion!r}"
+            raise ValueError(msg)
     if layer is not None:
         if layer not in adata.layers:
             avail = ", ".join(map(str, adata.layers.keys())) or "none"
@@ -595,6 +616,8 @@ def rank_genes(
     if X is None:
         msg = "the AnnData object has no expression matrix X"
         raise DataError(msg)
+    if layer is None and not use_raw:
+        _notice_scaled_x(adata, X)
     if not (sp.issparse(X) or isinstance(X, np.ndarray) or is_dask(X)):
         X = X[...] if hasattr(X, "shape") else np.asarray(X)  # backed / h5py datasets
     skey = _find_symbols(adata.var, symbol_key)
@@ -617,6 +640,7 @@ def rank_genes(
         model_extra={"label_key": groupby, "input": {"layer": layer, "use_raw": bool(use_raw)}},
         sample_names=adata.obs_names,
         log1p_base=_log1p_base(adata),
+        groups=None if groups is None else adata.obs[groups].to_numpy(),
     )
     _write_results(adata, result, key_added, params, symbol_key=skey)
     record = _scanpy_record(result, adata.var_names, result.log2_fc)
@@ -624,6 +648,29 @@ def rank_genes(
         adata.uns[key_added].update(record)
         adata.uns[key_added]["params"].update(_SCANPY_PARAMS)
     return adata if copy else None
+
+
+class ScaledXWarning(UserWarning):
+    """``X`` holds scaled values while ``adata.raw`` holds the unscaled ones of the same genes."""
+
+
+def _notice_scaled_x(adata, X):
+    """Warn when ``X`` looks scaled (negative values) and ``raw`` holds the same genes unscaled.
+
+    That is scanpy's usual layout after ``sc.pp.scale``; its ``rank_genes_groups`` then reads
+    ``raw`` by default. In-memory matrices only (a lazy store would need a pass to tell).
+    """
+    raw = adata.raw
+    if raw is None or not raw.var_names.equals(adata.var_names):
+        return
+    in_memory = [sp.issparse(M) or isinstance(M, np.ndarray) for M in (X, raw.X)]
+    if not all(in_memory) or 0 in X.shape or not X.min() < 0 or raw.X.min() < 0:
+        return
+    warnings.warn(
+        "X holds scaled values (some negative) and adata.raw the unscaled values of the same "
+        "genes; fitting X as given. scanpy's rank_genes_groups reads raw by default: pass "
+        "use_raw=True (ardselect fit --use-raw) to fit raw instead.", ScaledXWarning,
+        stacklevel=3)
 
 
 def _with_directions(ranked, lfc, gene_names, classes, positive):
@@ -817,6 +864,7 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
         "ranked": _table_to_uns(ranked),
         "path": _table_to_uns(result.path),
         "frontier": _table_to_uns(result.frontier),
+        **({"cv_groups": _table_to_uns(result.cv_groups)} if len(result.cv_groups) else {}),
         # Samples the model was fitted on: all of them, or the stratified sketch (max_samples).
         "n_fit_samples": int(adata.n_obs if getattr(result.estimator, "sketch_", None) is None
                              else len(result.estimator.sketch_)),

@@ -10,6 +10,7 @@ from numbers import Integral, Real
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from scipy.special import log_ndtr
 from sklearn.base import ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import _safe_indexing
@@ -24,7 +25,7 @@ from ._cv import NULL_SE, Calibration, cross_validate
 from ._ep import LatentPosterior
 from ._lazy import LazyDesign, default_client
 from ._parallel import one_blas_thread, run_tasks
-from ._probit import moderated_latent, probit_log_proba
+from ._probit import moderated_latent, ovr_log_proba, probit_log_proba
 from ._problem import SIZE_GRID, PathSpec, run_binary, run_joint, signed
 from ._sequential import score_candidates
 from ._validation import check_binary_labels
@@ -334,6 +335,10 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         and ``offset`` (the size's calibration; the variance scale is fitted for the chosen and
         the ``one_se`` sizes, 1 for the others), ``cv_log_loss_final`` (the log-loss with it),
         ``chosen`` and ``one_se`` (the size ``cv_rule="1se"`` picks).
+    cv_groups_ : pandas.DataFrame
+        Only after ``fit(X, y, groups=...)``: one row per group, ``group``, ``n_samples``,
+        ``cv_error`` and ``cv_log_loss`` (the chosen model's held-out predictions of the group's
+        samples when the group was held out whole, over all repeats).
     temperature_, variance_scale_, calibration_offset_ : ndarray of shape (n_problems,)
         Each problem's calibration ``P = Phi(a + T m / sqrt(1 + s v))``: fitted by the inner
         cross-validation for the sizes it scored, else 1, 1 and 0.
@@ -463,7 +468,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     }
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, y):
+    def fit(self, X, y, groups=None):
         """Run the ARD path on (X, y) and keep the model chosen by ``criterion``.
 
         Parameters
@@ -473,6 +478,12 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         y : array-like of shape (n_samples,)
             Class labels: {0, 1}, {-1, +1}, booleans, strings; more than two classes are fitted
             one-vs-rest.
+        groups : array-like of shape (n_samples,), optional
+            A group label per sample (donor, patient, batch). The inner cross-validation of
+            ``criterion="cv"`` then holds out whole groups (scikit-learn's
+            ``StratifiedGroupKFold``; ``min(cv, number of groups)`` folds), so the number of
+            genes is chosen for new groups, and ``cv_groups_`` reports each group's held-out
+            error and log-loss. At least two groups; only with ``criterion="cv"``.
 
         Returns
         -------
@@ -482,8 +493,11 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         if y is None:
             msg = f"{type(self).__name__} requires y to be passed, but the target y is None."
             raise LabelError(msg)
+        groups = self._check_groups(groups, y)
         X, y, client = _from_dask(X, y)
         X, y = self._sketch(X, y)
+        if groups is not None and self.sketch_ is not None:
+            groups = groups[self.sketch_]
         # A dask array fitted whole with the gene basis stays where it is: every pass the path
         # makes over the design is a dask reduction over its row chunks (``_lazy.LazyDesign``).
         lazy = client is not None and self.sketch_ is None and self.kernel == "features"
@@ -516,7 +530,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         with one_blas_thread():
             self._fit_problems(spec, problems, classes, y_idx, Phi_s, allowed, scale, client)
             if self.criterion == "cv":
-                self._cross_validate(spec, problems, y_idx, Phi_s, allowed, client)
+                self._cross_validate(spec, problems, y_idx, Phi_s, allowed, client, groups)
         self._set_steps([f.choose(self.criterion, self.max_genes) for f in self._fits])
         if lazy:
             self._n_passes = X.n_passes
@@ -621,14 +635,66 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                                          np.where(y_idx == k, 1.0, -1.0)))
         self.n_iter_ = max(f.n_path - 1 for f in self._fits)
 
-    def _cross_validate(self, spec, problems, y_idx, Phi_s, allowed, client=None):
-        """Choose each problem's size and calibration by inner cross-validation (``_cv``)."""
-        from sklearn.model_selection import RepeatedStratifiedKFold
+    def _check_groups(self, groups, y):
+        """``groups`` as an array of strings, checked against ``y`` and the criterion; or None."""
+        if hasattr(self, "cv_groups_"):
+            del self.cv_groups_  # a refit without groups must not keep the last fit's table
+        if groups is None:
+            return None
+        if self.criterion != "cv":
+            msg = (f"groups are used by the inner cross-validation of criterion='cv' only; got "
+                   f"criterion={self.criterion!r}")
+            raise ValueError(msg)
+        groups = np.asarray(groups, dtype=object)
+        n = _num_samples(y)
+        if groups.ndim != 1 or groups.shape[0] != n:
+            msg = f"groups has shape {groups.shape} for {n} samples; give one group per sample"
+            raise ValueError(msg)
+        if pd.isna(groups).any():
+            msg = f"groups has {int(pd.isna(groups).sum())} missing value(s); give every sample one"
+            raise ValueError(msg)
+        groups = groups.astype(str)
+        if np.unique(groups).size < 2:
+            msg = ("groups has a single group; at least 2 are needed to hold out whole groups "
+                   "(or fit without groups)")
+            raise ValueError(msg)
+        return groups
+
+    def _folds(self, y_idx, n_folds, groups):
+        """The inner cross-validation's ``(train, test, offset)`` triples.
+
+        Repeat ``r``'s held-out latents go to rows ``r * n ... (r + 1) * n - 1`` of the pooled
+        predictions. Without groups, the folds are those of ``RepeatedStratifiedKFold`` (with one
+        repeat, of ``StratifiedKFold``) with a seed drawn from ``random_state``; with groups,
+        ``StratifiedGroupKFold`` shuffled with that seed plus the repeat's number.
+        """
+        from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedGroupKFold
         from sklearn.utils import check_random_state
 
         n = y_idx.shape[0]
+        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+        if groups is None:
+            splitter = RepeatedStratifiedKFold(n_splits=n_folds, n_repeats=int(self.cv_repeats),
+                                               random_state=seed)
+            return [(tr, te, f // n_folds * n)
+                    for f, (tr, te) in enumerate(splitter.split(np.zeros(n), y_idx))]
+        folds = []
+        for r in range(int(self.cv_repeats)):
+            splitter = StratifiedGroupKFold(n_splits=n_folds, shuffle=True,
+                                            random_state=(seed + r) % np.iinfo(np.int32).max)
+            with warnings.catch_warnings():
+                # sklearn warns when a class has fewer groups than folds; the folds stay valid.
+                warnings.simplefilter("ignore", UserWarning)
+                folds.extend((tr, te, r * n)
+                             for tr, te in splitter.split(np.zeros(n), y_idx, groups))
+        return folds
+
+    def _cross_validate(self, spec, problems, y_idx, Phi_s, allowed, client=None, groups=None):
+        """Choose each problem's size and calibration by inner cross-validation (``_cv``)."""
         smallest = int(np.bincount(y_idx).min())
         n_folds = min(int(self.cv), smallest)
+        if groups is not None:
+            n_folds = min(int(self.cv), int(np.unique(groups).size))
         if n_folds < 2:
             warnings.warn(
                 f"criterion='cv' needs at least 2 samples of every class (the smallest class has "
@@ -639,13 +705,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             self.cv_results_ = pd.DataFrame()
             self._combine_temperature = 1.0
             return
-        # Repeat r's held-out latents go to rows r * n ... (r + 1) * n - 1 of the pooled
-        # predictions; with one repeat, the folds are those of StratifiedKFold with this seed.
-        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
-        splitter = RepeatedStratifiedKFold(n_splits=n_folds, n_repeats=int(self.cv_repeats),
-                                           random_state=seed)
-        folds = [(tr, te, f // n_folds * n)
-                 for f, (tr, te) in enumerate(splitter.split(np.zeros(n), y_idx))]
+        folds = self._folds(y_idx, n_folds, groups)
         design = client.scatter(Phi_s, broadcast=True, hash=False) if client else Phi_s
         fronts, self._combine_temperature = cross_validate(
             spec, self._fits_as_runs(), design, y_idx, problems, allowed, folds,
@@ -666,6 +726,29 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                 "cv_error_se", "temperature", "variance_scale", "offset", "cv_log_loss_final",
                 "chosen", "one_se"]
         self.cv_results_ = pd.DataFrame(rows, columns=cols)
+        if groups is not None:
+            self.cv_groups_ = self._group_table(fronts, y_idx, groups)
+
+    def _group_table(self, fronts, y_idx, groups):
+        """Each group's held-out error and log-loss at the chosen sizes (pooled over repeats)."""
+        n = y_idx.shape[0]
+        z = np.column_stack([f.latent for f in fronts])
+        y_pooled = np.tile(y_idx, z.shape[0] // n)
+        if len(fronts) == 1:  # two classes: the latent of classes_[1] against classes_[0]
+            t = np.where(y_pooled == 1, 1.0, -1.0)
+            loss = -log_ndtr(t * z[:, 0])
+            wrong = (z[:, 0] > 0) != (y_pooled == 1)
+        else:
+            logp = ovr_log_proba(z, self._combine_temperature)
+            loss = -logp[np.arange(y_pooled.shape[0]), y_pooled]
+            wrong = np.argmax(logp, axis=1) != y_pooled
+        g = np.tile(groups, z.shape[0] // n)
+        frame = pd.DataFrame({"group": g, "sample": np.tile(np.arange(n), z.shape[0] // n),
+                              "wrong": wrong, "loss": loss})
+        table = frame.groupby("group", sort=True).agg(
+            n_samples=("sample", "nunique"), cv_error=("wrong", "mean"),
+            cv_log_loss=("loss", "mean"))
+        return table.reset_index()
 
     def _fits_as_runs(self):
         """The full fit's path runs, as the inner cross-validation reads them."""

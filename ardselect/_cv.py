@@ -438,13 +438,15 @@ class Frontier:
 
     ``records``: one per size (:func:`frontier`, with its ``step`` on the full path); ``chosen``:
     the index of the chosen record; ``frequency``: each column's share of the fold models of the
-    chosen size that hold it, ``(m,)``; ``one_se``: the index of the size ``rule="1se"`` picks.
+    chosen size that hold it, ``(m,)``; ``one_se``: the index of the size ``rule="1se"`` picks;
+    ``latent``: the chosen size's calibrated held-out latent of every pooled sample.
     """
 
     records: list
     chosen: int
     frequency: np.ndarray
     one_se: int
+    latent: np.ndarray | None = None
 
     def calibration(self, i):
         r = self.records[i]
@@ -518,11 +520,12 @@ def cross_validate(spec, runs, Phi_s, y_idx, problems, allowed, folds, run_tasks
         t = np.where(y_pooled == k, 1.0, -1.0)
         for j in {c, one_se}:
             calibrate(records[j], oof[records[j]["n_genes"]], t, s_min)
-        out.append(Frontier(records, c, freq / len(folds), one_se))
+        fr = Frontier(records, c, freq / len(folds), one_se)
+        fr.latent = calibrated_latent(*oof[records[c]["n_genes"]], fr.calibration(c))
+        out.append(fr)
     combine = 1.0
     if len(problems) > 1:
-        z = np.column_stack([calibrated_latent(*oof[rec[c]["n_genes"]], fr.calibration(c))
-                             for (rec, _, oof), c, fr in zip(tables, chosen, out, strict=True)])
+        z = np.column_stack([fr.latent for fr in out])
         combine = fit_combine_temperature(z, y_pooled)[0]
     return out, combine
 

@@ -24,8 +24,8 @@ import pandas as pd
 from .exceptions import ArdselectError
 from .model import PortableModel
 
-__all__ = ["chosen_steps", "frontier_df", "gene_sets", "model", "path_df", "ranked_genes_df",
-           "ranked_list"]
+__all__ = ["chosen_steps", "cv_groups_df", "frontier_df", "gene_sets", "model", "path_df",
+           "ranked_genes_df", "ranked_list"]
 
 
 def _stored(adata, key: str) -> dict:
@@ -126,6 +126,19 @@ def frontier_df(adata, key: str = "ardselect") -> pd.DataFrame:
     if "frontier" not in stored:
         return pd.DataFrame()
     return _uns_to_table(stored["frontier"])
+
+
+def cv_groups_df(adata, key: str = "ardselect") -> pd.DataFrame:
+    """Each group's held-out error and log-loss (:func:`ardselect.rank_genes` with ``groups``).
+
+    One row per group (donor, patient, batch): ``group``, ``n_samples``, ``cv_error`` and
+    ``cv_log_loss``, the chosen model's inner cross-validation predictions of the group's samples
+    while the whole group was held out. Empty when the fit had no groups.
+    """
+    stored = _stored(adata, key)
+    if "cv_groups" not in stored:
+        return pd.DataFrame(columns=["group", "n_samples", "cv_error", "cv_log_loss"])
+    return _uns_to_table(stored["cv_groups"])
 
 
 #: var columns that hold gene symbols (``description`` and friends hold free text, not symbols).

@@ -322,7 +322,17 @@ def _input_columns(pre, n_in: int, n_out: int):
     return np.arange(n_in) if n_out == n_in else None
 
 
-def _one_split(split, X, y, ids, train, test, methods, criteria, preprocessor):
+def _takes_groups(est):
+    """Whether ``est.fit`` takes ``groups`` (its inner cross-validation can hold out groups)."""
+    import inspect
+
+    try:
+        return "groups" in inspect.signature(est.fit).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _one_split(split, X, y, ids, train, test, methods, criteria, preprocessor, groups=None):
     classes = np.unique(y[train])
     Xtr, Xte = X[train], X[test]
     columns = np.arange(X.shape[1])
@@ -358,7 +368,11 @@ def _one_split(split, X, y, ids, train, test, methods, criteria, preprocessor):
             # Per-split convergence notes of the baselines' inner searches are not actionable here.
             warnings.simplefilter("ignore")
             try:
-                model.fit(Xtr, y[train])
+                if (groups is not None and _takes_groups(model)
+                        and np.unique(groups[train]).size >= 2):
+                    model.fit(Xtr, y[train], groups=groups[train])
+                else:
+                    model.fit(Xtr, y[train])
             except ValueError as exc:  # a competitor's own check, e.g. its inner CV on too few
                 if isinstance(exc, ArdselectError) or type(est).__module__.startswith("ardselect"):
                     raise
@@ -374,8 +388,8 @@ def _one_split(split, X, y, ids, train, test, methods, criteria, preprocessor):
 
 
 def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preprocessor=None,
-             n_splits: int = 20, train_size=2 / 3, groups=None, sample_ids=None,
-             feature_names=None, return_selection: bool = False,
+             n_splits: int = 20, train_size=2 / 3, groups=None, inner_groups: bool = True,
+             sample_ids=None, feature_names=None, return_selection: bool = False,
              random_state: int = 0, n_jobs: int | None = None, progress=None):
     """Score several classifiers on the same seeded train/test partitions.
 
@@ -394,6 +408,12 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
         :class:`ardselect.preprocessing.Preprocessor`).
     n_splits, train_size, groups, random_state
         The partitions (:func:`partitions`).
+    inner_groups : bool, default=True
+        With ``groups``, a method whose ``fit`` takes ``groups`` (:class:`ardselect.ARDClassifier`)
+        is given the training part's groups, so that its inner cross-validation holds out whole
+        groups too and chooses its model for new groups (when the training part holds at least
+        two groups; with one, over samples). Other methods (the baselines' grid searches) choose
+        over samples. ``False`` fits every method without groups.
     sample_ids : array-like of shape (n_samples,), optional
         Identifiers written in the predictions (default: positions).
     feature_names : array-like of shape (n_genes,), optional
@@ -458,7 +478,9 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
             raise ValueError(msg)
     parts = partitions(y, n_splits=n_splits, train_size=train_size, groups=groups,
                        random_state=random_state)
-    jobs = (delayed(_one_split)(i + 1, X, y, ids, tr, te, dict(methods), criteria, preprocessor)
+    fit_groups = np.asarray(groups) if (groups is not None and inner_groups) else None
+    jobs = (delayed(_one_split)(i + 1, X, y, ids, tr, te, dict(methods), criteria, preprocessor,
+                                fit_groups)
             for i, (tr, te) in enumerate(parts))
     rows, preds, chosen = [], [], {}
     for done, (r, p, c) in enumerate(Parallel(n_jobs=n_jobs, return_as="generator_unordered")(jobs),

@@ -58,7 +58,9 @@ FIT_OUTPUTS = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "weights.png", 
 FRONTIER_OUTPUTS = ("frontier.tsv", "frontier.png")
 #: Everything ``fit`` may write in its folder (``rnk/`` with more than two classes): an existing
 #: folder holding anything else is not replaced.
-FIT_FOLDER = (*FIT_OUTPUTS, *FRONTIER_OUTPUTS, "genes.rnk", "rnk", "rnk/*.rnk")
+#: Written with ``--groups`` only.
+GROUP_OUTPUTS = ("groups.tsv",)
+FIT_FOLDER = (*FIT_OUTPUTS, *FRONTIER_OUTPUTS, *GROUP_OUTPUTS, "genes.rnk", "rnk", "rnk/*.rnk")
 
 def fit(
     data: DataArg,
@@ -101,6 +103,21 @@ def fit(
                      "chosen on held-out data; the penalty only shapes the path."),
     ] = "0",
     multiclass: MulticlassOpt = Multiclass.ovr,
+    groups: Annotated[
+        str | None,
+        typer.Option(
+            "--groups",
+            help="obs column (e.g. donor or patient): the inner cross-validation (--criterion "
+            "cv) holds out whole groups, so the number of genes is chosen for new donors, not "
+            "for new cells of known ones; each group's held-out error goes to groups.tsv.",
+            show_default=False,
+        ),
+    ] = None,
+    n_jobs: Annotated[
+        int,
+        typer.Option("--n-jobs", "-j", help="Parallel workers for the classes and the "
+                     "cross-validation's folds (-1: all cores); the results do not depend on it."),
+    ] = 1,
     lazy: Annotated[
         bool,
         typer.Option("--lazy", help="h5ad/zarr only: leave X on disk, read in chunks of 10,000 "
@@ -149,6 +166,13 @@ def fit(
             msg = f"--show must be 0 or more, got {show}"
             raise UsageError(msg)
         penalty = _inclusion_penalty(inclusion_penalty)
+        if n_jobs == 0 or n_jobs < -1:
+            msg = f"--n-jobs must be a number of workers (1 or more) or -1 (all cores), got {n_jobs}"
+            raise UsageError(msg)
+        if groups is not None and criterion.value != "cv":
+            msg = (f"--groups is used by the inner cross-validation of --criterion cv only, not "
+                   f"with --criterion {criterion.value}")
+            raise UsageError(msg)
         if max_samples is not None and max_samples < 2:
             msg = f"--max-samples must be 2 or more, got {max_samples}"
             raise UsageError(msg)
@@ -172,6 +196,8 @@ def fit(
                            gene_columns=gene_columns, drop=drop, lazy=lazy,
                            layer=layer if lazy else None)
         check_label_key(adata, label_key, data)
+        if groups is not None:
+            check_label_key(adata, groups, data)
         check_positive(adata.obs[label_key], positive)
         y = adata.obs[label_key]
         n_classes = y.dropna().astype(str).nunique()
@@ -199,7 +225,8 @@ def fit(
                 standardize=standardize,
                 symbol_key=symbol_key,
                 max_steps=max_steps,
-                estimator_params={"random_state": seed_value(seed),
+                groups=groups,
+                estimator_params={"random_state": seed_value(seed), "n_jobs": n_jobs,
                                   "inclusion_penalty": penalty,
                                   "max_samples": max_samples, "max_genes": max_genes,
                                   "cv_rule": cv_rule.value, "multiclass": multiclass.value},
@@ -227,6 +254,9 @@ def fit(
                                        tmp / "frontier.tsv")
                 ardselect.pl.save_png(ardselect.pl.frontier(frontier, title=title),
                                       tmp / "frontier.png")
+            if groups is not None:
+                ardselect.io.write_tsv(ardselect.get.cv_groups_df(adata).rename(
+                    columns={"group": groups}), tmp / "groups.tsv")
             ardselect.io.write_tsv(path_table, tmp / "path.tsv")
             ardselect.pl.save_png(ardselect.pl.path(path_table, title=title), tmp / "path.png")
             ardselect.pl.save_png(ardselect.pl.weights(ranked, title=title), tmp / "weights.png")
@@ -237,7 +267,7 @@ def fit(
                 adata.write_h5ad(tx.file(write_h5ad))
             tx.commit()
         if not quiet:
-            _fit_summary(adata, data, label_key, criterion.value, out, write_h5ad, show)
+            _fit_summary(adata, data, label_key, criterion.value, out, write_h5ad, show, groups)
 
 
 def _how_chosen(frontier, cls, criterion, step):
@@ -294,7 +324,7 @@ def _rnk_files(adata):
     return out
 
 
-def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show):
+def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show, groups=None):
     import pandas as pd
 
     import ardselect
@@ -360,6 +390,17 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show):
     if len(rnk) > 1:
         rnk = [f"rnk/ ({len(rnk)} .rnk files)"]
     front = FRONTIER_OUTPUTS if len(frontier) else ()
+    if groups is not None:
+        table = ardselect.get.cv_groups_df(adata)
+        worst = table.sort_values(["cv_error", "cv_log_loss"], ascending=False).iloc[0]
+        n_held = int(table["n_samples"].sum())
+        error = float((table["cv_error"] * table["n_samples"]).sum()) / n_held
+        loss = float((table["cv_log_loss"] * table["n_samples"]).sum()) / n_held
+        console.print(
+            f"chosen for new {groups} groups: whole {groups} groups held out ({len(table)} "
+            f"groups), held-out error {100 * error:.1f}%, log-loss {loss:.3f}; worst "
+            f"{worst['group']}: {100 * worst['cv_error']:.1f}% (groups.tsv)")
+        front = (*front, *GROUP_OUTPUTS)
     written = ", ".join(f"{out}/{name}" for name in (*FIT_OUTPUTS[:2], *rnk, *front,
                                                      *FIT_OUTPUTS[2:]))
     console.print(f"wrote {written}" + (f", {write_h5ad}" if write_h5ad else ""))
