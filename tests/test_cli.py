@@ -101,6 +101,17 @@ def test_cli_constants_match_library():
     assert tuple(c.value for c in options.Criterion) == ardselect.CRITERIA
 
 
+def test_main_help_lists_every_criterion_and_the_default():
+    result = run("--help")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    for criterion in ardselect.CRITERIA:
+        assert any(line.split()[:1] == [criterion] for line in lines), criterion
+    default = next(line for line in lines if line.split()[:1] == ["cv"])
+    assert "(default)" in default
+    assert ardselect.ARDClassifier().criterion == "cv"
+
+
 def test_fit_help_documents_defaults():
     result = run("fit", "--help")
     assert result.exit_code == 0
