@@ -309,7 +309,7 @@ def write_fit_report(folder: Path, adata, *, data: Path, label_key: str, command
     for name, shown in (("cv_rule", "cv_rule"), ("max_genes", "max_genes"),
                         ("multiclass", "multiclass"), ("inclusion_penalty", "inclusion_penalty"),
                         ("max_samples", "max_samples"), ("random_state", "seed")):
-        if est.get(name) is not None:
+        if est.get(name) is not None and str(est[name]) != "None":
             settings.append(f"{shown} {est[name]}")
     fitted = (f"all {n_fit} samples" if n_fit >= adata.n_obs
               else f"a stratified sketch of {n_fit} of {adata.n_obs} samples")
