@@ -789,7 +789,7 @@ def test_example_default_path(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_golub_fit_end_to_end(tmp_path):
-    """The README's main job: the bundled leukaemia data, Dudoit preprocessing, LOO model choice."""
+    """The quick start's job: the bundled leukaemia data, Dudoit preprocessing, LOO model choice."""
     h5ad = tmp_path / "golub.h5ad"
     assert run("example", "leukaemia", h5ad, "-q").exit_code == 0
     result = run("fit", h5ad, "--floor", 100, "--cap", 16000, "--log", "log10", "--positive",
