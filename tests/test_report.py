@@ -7,6 +7,8 @@ there is no external style sheet, script or link, and the tables a reader needs 
 from __future__ import annotations
 
 import base64
+import shutil
+import subprocess
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
@@ -135,3 +137,33 @@ def test_evaluate_report_is_one_self_contained_page(tables, tmp_path):
         assert f">{method}<" in text
     assert "ardselect evaluate " in text
     assert "--splits 2" in text
+
+
+def _browser():
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        if path := shutil.which(name):
+            return path
+    return None
+
+
+@pytest.mark.skipif(_browser() is None, reason="no headless Chromium on this machine")
+def test_fit_report_renders_in_a_headless_browser(tables, tmp_path):
+    # Where a Chromium is installed (not in CI's PyPI-only setup): the page loads from the file
+    # alone, its script runs without breaking the DOM, and a screenshot has content.
+    out = tmp_path / "res"
+    assert run("fit", tables / "two.csv", "--out", out, "-q").exit_code == 0
+    page = (out / "report.html").as_uri()
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+             f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([_browser(), *flags, "--dump-dom", page], capture_output=True,
+                         text=True, timeout=120, check=False)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert 'aria-label="selected genes"' in dom.stdout
+    assert dom.stdout.count("data:image/png;base64,") == 4
+    shot = tmp_path / "report.png"
+    proc = subprocess.run([_browser(), *flags, "--window-size=1200,2000",
+                           f"--screenshot={shot}", page], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert shot.stat().st_size > 50_000  # a blank page is a few kB
