@@ -2,7 +2,7 @@
 # The project's two entry points; each sets itself up (virtual environment + install) first.
 #   ./dev.sh demo   fit the bundled Golub leukaemia data and write results/leukaemia/
 #   ./dev.sh test   lint (ruff check), then run the test suite in 2 processes (with CI=true, also
-#                   the slow reproduction tests)
+#                   the slow tests: reproductions, vignettes and the documentation build)
 #   ./dev.sh lint   ruff check only (extra arguments go to ruff, e.g. --fix)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -14,7 +14,10 @@ setup() {
     "$PY" -m venv "$VENV"
   fi
   "$VENV/bin/python" -m pip install --quiet --upgrade pip
-  "$VENV/bin/python" -m pip install --quiet -e ".[test]"
+  # CI also builds the documentation (tests/test_docs.py, a slow test): it needs the docs extra.
+  local extras="test"
+  if [ "${CI:-}" = "true" ]; then extras="test,docs"; fi
+  "$VENV/bin/python" -m pip install --quiet -e ".[$extras]"
 }
 
 # Small dense algebra runs thousands of times along a path: one BLAS thread is fastest and avoids

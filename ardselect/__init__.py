@@ -1,8 +1,9 @@
 """ardselect: sparse Bayesian gene selection with honest uncertainty.
 
 The core is :class:`ARDClassifier`, a linear-basis ARD probit classifier fitted by Expectation
-Propagation along a sequential add / delete / re-estimate path, choosing the model by the EP evidence,
-the EP leave-one-out error or the leave-one-out error probability. Around it: the RVM family
+Propagation along a sequential add / delete / re-estimate path; the number of genes is chosen by
+inner cross-validation along the path (or by the paper's criteria: the EP leave-one-out error, the
+leave-one-out error probability or the EP evidence). Around it: the RVM family
 (type-II ML regression, Laplace classification, variational and Gibbs-sampled variants) and kernel
 bases that pick relevance vectors, and MCMC diagnostics. Modules: :mod:`~ardselect.get` (results
 stored in AnnData), :mod:`~ardselect.io` (readers and writers), :mod:`~ardselect.preprocessing`,

@@ -15,8 +15,8 @@ and live here once:
 4. ``path_``: one row per step and problem (``_path_frame``);
 5. prediction: the latent moments of new samples under the chosen models (``_latent``).
 
-The fitted-attribute contract of the whole family (README, "Fitted attributes") is checked by
-``tests/test_contract.py``.
+The fitted-attribute contract of the whole family (user guide, "The sparse Bayesian family") is
+checked by ``tests/test_contract.py``.
 """
 
 from __future__ import annotations

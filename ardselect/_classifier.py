@@ -185,33 +185,27 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     """Sparse Bayesian probit classifier with ARD priors, fitted by Expectation Propagation.
 
     The model is ``P(y = +1 | x) = Phi(w . phi(x))`` with independent priors
-    ``w_j ~ N(0, 1 / alpha_j)``. ``fit`` runs the sequential add / delete / re-estimate algorithm
-    of Faul & Tipping on EP's virtual regression, refreshing EP after every step and recording the
-    EP evidence, the EP leave-one-out error and the LOO error probability at each step (the
-    *path*; Qi, Minka, Picard & Ghahramani 2004). By default (``criterion="cv"``) the path is
-    continued down to a single gene (its pruning tail), so that it holds an ARD model of every
-    size, and the size is chosen by an inner cross-validation that refits the path on each fold
-    and scores every size on the held-out samples (the *frontier*, ``cv_results_``), as glmnet
-    chooses its penalty along its path. The same folds calibrate the chosen model's
-    probabilities. With more than two classes, one binary problem per class is fitted
-    (one-vs-rest), each with its own genes or, with ``multiclass="shared"``, all with the same
-    genes. The user guide, "Choosing the model", explains the choices and their measured effect.
+    ``w_j ~ N(0, 1 / alpha_j)``. ``fit`` runs Faul & Tipping's sequential add / delete /
+    re-estimate algorithm on EP's virtual regression, refreshing EP after every step and recording
+    the EP evidence, leave-one-out error and LOO error probability of each step (the *path*; Qi,
+    Minka, Picard & Ghahramani 2004). With ``criterion="cv"`` the path is continued down to one
+    gene, and the number of genes is chosen by an inner cross-validation that refits the path on
+    each fold (the *frontier*, ``cv_results_``); the same folds calibrate the probabilities. More
+    than two classes are fitted one-vs-rest, or with shared genes (``multiclass``). The user
+    guide's "Choosing the model" explains the choices.
 
     Parameters
     ----------
     criterion : {"cv", "loo", "loo-prob", "evidence"}, default="cv"
-        How the model is chosen. ``"cv"``: the model size of lowest held-out log-loss in an inner
-        ``cv``-fold cross-validation along the path (``cv_rule``, ``max_genes``). The paper's
-        criteria read the path records alone: the smallest EP leave-one-out error (``"loo"``,
-        predictive ARD; ties go to the first such step), the smallest LOO error probability
-        (``"loo-prob"``), or the largest EP evidence (``"evidence"``).
+        ``"cv"``: the model size of lowest held-out log-loss in an inner cross-validation along
+        the path (see ``cv_rule``, ``max_genes``). The paper's criteria read the path alone: the
+        smallest EP leave-one-out error (``"loo"``; ties go to the first step), the smallest LOO
+        error probability (``"loo-prob"``), the largest EP evidence (``"evidence"``).
     kernel : {"features", "linear", "rbf", "poly"} or callable, default="features"
-        The basis. ``"features"`` uses the input features themselves (gene selection). Any other
-        value centres one kernel function on each training point (scikit-learn SVC convention),
-        and the selected basis functions are relevance vectors.
+        ``"features"`` uses the input features (gene selection); any other value centres one
+        kernel function on each training point (SVC conventions): relevance vectors.
     gamma : float or {"scale", "auto"}, default="scale"
-        Kernel coefficient for "rbf" and "poly" (``gamma = 1 / (2 sigma^2)`` for an RBF width
-        sigma).
+        Coefficient of the "rbf" and "poly" kernels (``1 / (2 sigma^2)`` for an RBF width sigma).
     degree : int, default=3
         Degree of the "poly" kernel.
     coef0 : float, default=1.0
@@ -219,145 +213,97 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     fit_intercept : bool, default=True
         Add a constant basis function (the intercept).
     intercept_alpha : float > 0 or "ard", default=0.01
-        Prior precision of the intercept. A number holds the intercept in every model of the path
-        at that precision (0.01: a prior sd of 10 latent units, nearly flat), so that the model
-        does not depend on where a gene's zero lies. ``"ard"`` gives the intercept its own ARD
-        precision, competing like any feature and prunable, as in the paper.
+        Prior precision of the intercept, held in every model (0.01: prior sd 10, nearly flat).
+        ``"ard"`` gives it its own ARD precision, prunable like a feature, as in the paper.
     init : {"auto", "relevant", "single"} or int, default="auto"
-        Starting model of the path. ``"relevant"`` starts from every feature that is relevant on
-        its own (``theta_j > 0`` on the initial virtual targets, each at its own optimal
-        precision; at most ``max_init`` of them), the paper's "small fraction of features".
-        ``"single"`` starts from the single best basis function, as in Tipping & Faul; an int k
-        from the k best. ``"auto"`` is ``"relevant"`` for the feature basis and ``"single"`` for
-        kernel bases.
+        Starting model: every feature relevant on its own (``"relevant"``, at most ``max_init``),
+        the single best basis function (``"single"``) or the k best (an int). ``"auto"``:
+        ``"relevant"`` for the feature basis, ``"single"`` for kernel bases.
     max_init : "auto", int >= 1 or None, default="auto"
-        Upper bound on the size of the starting model (the best features by their individual
-        evidence gain). ``"auto"`` is ``min(n_samples, 100)``; None is no bound.
+        Largest starting model; ``"auto"`` is ``min(n_samples, 100)``, None no bound.
     max_steps : int >= 0, default=2000
-        Maximum number of add / delete / re-estimate steps of the path proper.
+        Largest number of add / delete / re-estimate steps.
     tol : float >= 0, default=0.01
-        The path stops when no action increases the log marginal likelihood of the virtual
-        regression by more than ``tol`` nats (EP's evidence is not meaningful to finer than
-        that).
+        The path stops when no action gains more than ``tol`` nats of marginal likelihood.
     alpha_min : float >= 0, default=10.0
-        Lower bound on the ARD precisions, on the scale of unit root-mean-square features: a
-        prior standard deviation of at most ``1 / sqrt(alpha_min)`` (0.32) latent units per
-        feature sd. With separable classes (the rule with genes >> samples) the evidence keeps
-        growing as the precisions of separating features go to 0; the bound ends that drift, and
-        spreads the prediction over several genes with moderate weights. The paper used 0.01.
+        Floor of the ARD precisions on unit-RMS features: a prior sd of at most
+        ``1 / sqrt(alpha_min)`` latent units per feature sd. It ends the drift of separable data
+        toward a few genes with huge weights. The paper used 0.01.
     patience : int >= 0, default=20
-        The path also stops when the EP evidence has not risen by more than ``tol`` over the
-        last ``patience`` steps (EP refreshes can make the sequential updates cycle).
+        The path also stops when the EP evidence has not risen by ``tol`` for this many steps.
     inclusion_penalty : float >= 0 or "bic", default=0.0
-        Prior log odds against a gene, in nats: the path maximises the log evidence minus this
-        much per gene in the model (the intercept is free). 0 is the paper's type-II maximum
-        likelihood; ``"bic"`` is ``log(n_samples) / 2``. With ``criterion="cv"`` the size is
-        chosen on held-out data, so the penalty only shapes the path.
+        Prior log odds against a gene, in nats per gene in the model: 0 is the paper's type-II
+        maximum likelihood, ``"bic"`` is ``log(n_samples) / 2``.
     cv : int >= 2, default=5
-        Folds of the inner cross-validation (``criterion="cv"``), at most the size of the
-        smallest class.
+        Folds of the inner cross-validation (at most the size of the smallest class).
     cv_repeats : int >= 1, default=1
-        Repeats of the inner cross-validation, each with new folds; the frontier pools every
-        repeat's held-out predictions of every sample.
+        Repeats of the inner cross-validation with new folds, pooled.
     cv_rule : {"min", "1se"}, default="min"
-        The size chosen on the frontier: the one of lowest held-out log-loss, or the smallest
-        within one standard error of it (glmnet's ``lambda.1se``: fewer genes, a little less
-        accurate).
+        The size of lowest held-out log-loss, or the smallest within one standard error of it.
     max_genes : int >= 1 or None, default=None
-        The gene budget: the best model with at most this many genes per binary problem (the
-        frontier is cut there; the paper's criteria choose among such steps). None: no budget.
+        Gene budget: the best model with at most this many genes per binary problem.
     multiclass : {"ovr", "shared"}, default="ovr"
-        With more than two classes: ``"ovr"`` fits one path and chooses one size per class (the
-        class against the rest), so each class has its own genes and the model uses their
-        union. ``"shared"`` gives every gene one prior precision for all the classes' problems
-        (group ARD): one path adds, deletes and re-estimates a gene for all classes at once by
-        their summed evidence, so every class uses the same genes, each with its own weights,
-        and one size is chosen for all, by the multi-class held-out log-loss. Two-class fits are
-        the same either way.
+        More than two classes: one path and size per class (``"ovr"``), or one path for all in
+        which each gene has one precision shared by every class, so all classes use the same
+        genes (``"shared"``).
     variance_scale_min : float in [0, 1], default=0.5
-        With ``criterion="cv"``, the smallest *variance scale* ``s`` the calibration may fit:
-        the chosen model predicts ``Phi(a + T m / sqrt(1 + s v))``, ``v`` the posterior variance
-        of the latent, ``s`` fitted with the temperature ``T`` and offset ``a`` on the held-out
-        predictions. ``1`` keeps the full Bayesian predictive; ``0`` lets the calibration go as
-        far as the point estimate.
+        Smallest variance scale ``s`` of the calibration ``Phi(a + T m / sqrt(1 + s v))``
+        (``criterion="cv"``); 1 keeps the full Bayesian predictive.
     random_state : int, RandomState instance or None, default=0
-        Seeds the folds of the inner cross-validation (the only random choice of a fit; the path
-        itself is deterministic). The default makes every fit reproducible.
+        Seeds the folds of the inner cross-validation, the only random choice of a fit.
     loo_prob_scale : float > 0, default=50.0
-        Pre-scale of ``z_i`` in the LOO error probability (the paper's eq. 13 and its value 50).
+        Pre-scale of ``z_i`` in the LOO error probability (the paper's eq. 13).
     damping : float in (0, 1], default=1.0
-        Largest fraction of the full EP step taken per parallel sweep. The step halves
-        automatically when successive sweeps oscillate and grows back when they agree.
+        Largest fraction of the full EP step per parallel sweep (it halves on oscillation).
     ep_tol : float > 0, default=1e-5
         EP convergence tolerance along the path (the chosen model is refined to 1e-9).
     ep_max_iter : int >= 1, default=200
-        Maximum EP sweeps per path step.
+        Largest number of EP sweeps per path step.
     constant_features : {"warn", "ignore", "raise"}, default="warn"
-        What to do with constant (e.g. all-zero) features: keep them out of the model (ranked
-        last) with a :class:`ConstantFeatureWarning` naming how many, keep them out silently, or
-        raise a :class:`~ardselect.DataError`. Inside cross-validation folds of sparse or floored
-        data some genes are constant by chance, so the default does not break composition.
+        Constant features are kept out of the model with a :class:`ConstantFeatureWarning`,
+        silently, or refused with a :class:`~ardselect.DataError`.
     max_samples : int >= 2 or None, default=None
-        Fit on a stratified *sketch* of at most this many samples when there are more: the same
-        fraction of every class, evenly spaced in input order within each class
-        (deterministic). ``None`` fits every sample (exact EP). ``sketch_`` holds the rows used.
+        Fit a deterministic stratified sketch of at most this many samples (``sketch_``).
     n_jobs : int or None, default=None
-        Binary problems and the fits of the inner cross-validation's folds in parallel threads
-        (``None`` = 1, ``-1`` = all cores), sharing the design in memory; with a dask Client
-        running and a dask array as ``X``, they run as tasks on it. Results do not depend on it.
+        Binary problems and fold fits in parallel threads (or as tasks on a running dask
+        Client for a dask ``X``); results do not depend on it.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-    coef_ : ndarray of shape (n_problems, n_basis)
-        Posterior mean of the weights, 0 outside the model. One row per binary problem: one for
-        two classes (``classes_[1]`` against ``classes_[0]``), one per class (against the rest)
-        otherwise. ``n_basis`` is ``n_features_in_`` for the default basis and the number of
-        training samples for a kernel basis. Never holds the intercept.
-    coef_sd_ : ndarray of shape (n_problems, n_basis)
-        Posterior standard deviation of the weights, 0 outside the model.
+    coef_, coef_sd_ : ndarray of shape (n_problems, n_basis)
+        Posterior mean and sd of the weights, 0 outside the model. One row for two classes
+        (``classes_[1]`` against ``classes_[0]``), else one per class (against the rest).
     alpha_ : ndarray of shape (n_problems, n_basis)
         ARD precisions in the units of the input, ``inf`` outside the model.
     intercept_, intercept_sd_, intercept_alpha_ : ndarray of shape (n_problems,)
-        Posterior mean, standard deviation and precision of the intercept (0, 0 and ``inf`` if
-        it was pruned or ``fit_intercept=False``).
+        Posterior mean, sd and precision of the intercept.
     path_ : pandas.DataFrame
-        One row per step and binary problem: ``class`` (the problem's positive class), ``step``,
-        ``action`` ("init", "add", "delete", "reestimate"; "prune" for the deletions of the
-        pruning tail that ``criterion="cv"`` adds after the path proper), ``feature`` (empty when
-        a prune deleted several genes at once), ``n_basis`` (basis functions in the model, the
-        intercept excluded), ``log_evidence``, ``loo_error``, ``loo_prob_error``, ``ep_sweeps``.
+        One row per step and problem: ``class``, ``step``, ``action`` (init, add, delete,
+        reestimate, prune), ``feature``, ``n_basis``, ``log_evidence``, ``loo_error``,
+        ``loo_prob_error``, ``ep_sweeps``.
     cv_results_ : pandas.DataFrame
-        The frontier (``criterion="cv"``): one row per binary problem and model size, ``class``,
-        ``n_genes``, ``step`` (its step on the full path), ``cv_log_loss`` and
-        ``cv_log_loss_se`` (pooled held-out log-loss after the offset and temperature, and its
-        standard error), ``cv_error`` and ``cv_error_se``, ``temperature``, ``variance_scale``
-        and ``offset`` (the size's calibration; the variance scale is fitted for the chosen and
-        the ``one_se`` sizes, 1 for the others), ``cv_log_loss_final`` (the log-loss with it),
-        ``chosen`` and ``one_se`` (the size ``cv_rule="1se"`` picks).
+        The frontier: per problem and size ``n_genes``, ``step``, ``cv_log_loss``,
+        ``cv_log_loss_se``, ``cv_error``, ``cv_error_se``, the calibration (``temperature``,
+        ``variance_scale``, ``offset``), ``cv_log_loss_final``, ``chosen`` and ``one_se``.
     cv_groups_ : pandas.DataFrame
-        Only after ``fit(X, y, groups=...)``: one row per group, ``group``, ``n_samples``,
-        ``cv_error`` and ``cv_log_loss`` (the chosen model's held-out predictions of the group's
-        samples when the group was held out whole, over all repeats).
+        After ``fit(X, y, groups=...)``: each group's held-out error and log-loss.
     temperature_, variance_scale_, calibration_offset_ : ndarray of shape (n_problems,)
-        Each problem's calibration ``P = Phi(a + T m / sqrt(1 + s v))``: fitted by the inner
-        cross-validation for the sizes it scored, else 1, 1 and 0.
+        The calibration ``P = Phi(a + T m / sqrt(1 + s v))`` of each problem (1, 1, 0 if none).
     combine_temperature_ : float
-        Temperature of the multi-class combination (1 for two classes or a model the inner
-        cross-validation did not choose).
+        Temperature of the multi-class combination.
     chosen_step_ : ndarray of int of shape (n_problems,)
-        Path step chosen by ``criterion`` for each binary problem (the rows of ``coef_``).
-    support_ : ndarray of bool, shape (n_features_in_,)
-        Features in the chosen model (of any class).
+        Path step chosen for each binary problem.
+    support_ : ndarray of bool of shape (n_features_in_,)
+        Features in the chosen model of any class.
     posteriors_ : list of Posterior
-        Posterior of each binary problem's weights (portable: :class:`ardselect.model.Posterior`).
+        Posterior of each problem's selected weights (:class:`ardselect.model.Posterior`).
     relevance_vectors_ : ndarray of int
-        With a kernel basis: training points whose functions are in the model (any class).
+        Kernel basis: training points whose functions are in the model.
     n_iter_ : int
-        Largest number of path steps taken by a binary problem.
+        Largest number of path steps of a binary problem.
     n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when X has string column names.
+    feature_names_in_ : ndarray of str (only when X has string column names)
 
     See Also
     --------
@@ -366,32 +312,14 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
 
     Notes
     -----
-    With far more genes than samples every score computed on the training data after the genes
-    were chosen (the evidence, the EP leave-one-out error) is optimistic for the models selection
-    favoured, so ``criterion="cv"`` scores sizes on held-out folds, each fold's path refitted on
-    its training part exactly as on the whole training set (columns rescaled on the fold). A size
-    with genes must beat the intercept-only model on the held-out folds by one paired standard
-    error, else the model is the intercept alone and the signature empty. The temperature
-    (at most 1) only softens a model; the offset moves a softened model toward the class
-    frequencies; the variance scale discounts at most ``1 - variance_scale_min`` of the latent's
-    posterior variance.
-
-    The sequential updates maximise the marginal likelihood of EP's virtual regression for the
-    current sites; EP then moves the sites. The two do not always agree, so the path can cycle:
-    an addition that lowers the refreshed evidence is undone, and the path stops when the EP
-    evidence stalls for ``patience`` steps. EP runs in float64 whatever the input dtype; sparse X
-    stays sparse (never densified whole). Features are internally scaled to unit root mean
-    square, which leaves the model unchanged (ARD is scale-invariant) and keeps the algebra well
-    conditioned. When the model holds more basis functions than samples, the posterior algebra
-    runs in sample space.
+    EP runs in float64 whatever the input dtype; sparse X is never densified whole. Features are
+    scaled internally to unit root mean square, which leaves the ARD model unchanged.
 
     References
     ----------
     Qi, Y., Minka, T. P., Picard, R. W., Ghahramani, Z. (2004). Predictive automatic relevance
     determination by expectation propagation. ICML.
     Faul, A. C., Tipping, M. E. (2002). Analysis of sparse Bayesian learning. NIPS 14.
-    Friedman, J., Hastie, T., Tibshirani, R. (2010). Regularization paths for generalized linear
-    models via coordinate descent. Journal of Statistical Software 33(1).
 
     Examples
     --------
@@ -403,8 +331,6 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     >>> clf = ARDClassifier().fit(X, y)
     >>> bool(clf.get_support()[[3, 7]].all())
     True
-    >>> clf.predict(X[:3]).shape
-    (3,)
     """
 
     def __init__(self, *, criterion="cv", kernel="features", gamma="scale", degree=3,

@@ -40,6 +40,7 @@ from ._options import (
     read_input,
     seed_value,
 )
+from ._report import command_line, write_evaluate_report
 from ._util import (
     Transaction,
     UsageError,
@@ -53,10 +54,11 @@ from ._util import (
 #: not replaced.
 EVALUATE_FOLDER = ("splits.tsv", "summary.tsv", "predictions.tsv", "selection.tsv",
                    "stability.tsv", "leave_group_out.tsv", "leave_group_out_predictions.tsv",
-                   "calibration.tsv", "calibration.png")
+                   "calibration.tsv", "calibration.png", "report.html")
 
 
 def evaluate(
+    ctx: typer.Context,
     data: DataArg,
     label_key: LabelKeyOpt = "label",
     positive: PositiveOpt = None,
@@ -125,8 +127,8 @@ def evaluate(
             help="Folder for splits.tsv (per partition and method), summary.tsv, predictions.tsv "
             "(held-out sample ids, true and predicted labels, a probability per class), "
             "selection.tsv (how often each gene was selected, per method), stability.tsv "
-            "(Jaccard stability of the selected sets) and calibration.tsv / calibration.png "
-            "(reliability diagram).",
+            "(Jaccard stability of the selected sets), calibration.tsv / calibration.png "
+            "(reliability diagram) and report.html (one self-contained page of the results).",
             show_default=False,
         ),
     ] = None,
@@ -267,6 +269,9 @@ def evaluate(
                 fig = ardselect.pl.calibration(
                     calib, title=f"{data.name}: held-out calibration, {splits} partitions")
                 ardselect.pl.save_png(fig, tmp / "calibration.png")
+                write_evaluate_report(tmp, summary, results, stability, data=data,
+                                      label_key=label_key, command=command_line(ctx),
+                                      groups=groups, logo=logo)
                 tx.commit()
         if not quiet:
             _evaluate_summary(summary, results, data, label_key, out, groups)
@@ -347,5 +352,5 @@ def _evaluate_summary(summary, results, data, label_key, out, groups=None):
         console.print(
             f"wrote {out}/splits.tsv, {out}/summary.tsv, {out}/predictions.tsv, "
             f"{out}/selection.tsv, {out}/stability.tsv, "
-            f"{out}/calibration.tsv, {out}/calibration.png"
+            f"{out}/calibration.tsv, {out}/calibration.png, {out}/report.html"
         )

@@ -41,6 +41,7 @@ from ._options import (
     read_input,
     seed_value,
 )
+from ._report import command_line, write_fit_report
 from ._util import (
     Transaction,
     UsageError,
@@ -53,7 +54,7 @@ from ._util import (
 )
 
 FIT_OUTPUTS = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "weights.png", "certainty.png",
-               "model.json")
+               "model.json", "report.html")
 #: Written with ``--criterion cv`` only.
 FRONTIER_OUTPUTS = ("frontier.tsv", "frontier.png")
 #: Everything ``fit`` may write in its folder (``rnk/`` with more than two classes): an existing
@@ -63,6 +64,7 @@ GROUP_OUTPUTS = ("groups.tsv",)
 FIT_FOLDER = (*FIT_OUTPUTS, *FRONTIER_OUTPUTS, *GROUP_OUTPUTS, "genes.rnk", "rnk", "rnk/*.rnk")
 
 def fit(
+    ctx: typer.Context,
     data: DataArg,
     label_key: LabelKeyOpt = "label",
     criterion: CriterionOpt = Criterion.cv,
@@ -139,7 +141,8 @@ def fit(
             help="Output folder (written atomically): genes.tsv, genes.gmt (CLASS_up / CLASS_down "
             "sets), genes.rnk (pre-ranked list; rnk/CLASS.rnk per class), frontier.tsv and "
             "frontier.png (held-out log-loss and error against the number of genes; --criterion "
-            "cv), path.tsv, path.png, weights.png, certainty.png, model.json.",
+            "cv), path.tsv, path.png, weights.png, certainty.png, model.json, report.html (one "
+            "self-contained page: summary, signature table, figures, the command).",
         ),
     ] = Path("results"),
     write_h5ad: Annotated[
@@ -263,6 +266,8 @@ def fit(
             ardselect.pl.save_png(ardselect.pl.certainty(ranked, title=title),
                                   tmp / "certainty.png")
             ardselect.get.model(adata).save(tmp / "model.json")
+            write_fit_report(tmp, adata, data=data, label_key=label_key,
+                             command=command_line(ctx))
             if write_h5ad is not None:
                 adata.write_h5ad(tx.file(write_h5ad))
             tx.commit()

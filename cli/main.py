@@ -31,13 +31,33 @@ app = typer.Typer(
 )
 
 
+#: The text of ``ardselect --help`` (``\\b`` keeps click from rewrapping the criteria list).
+MAIN_HELP = """Select the few genes that predict a phenotype: ARD probit classification by EP.
+
+ardselect fits a sparse Bayesian (ARD) probit classifier by Expectation Propagation along an
+add/delete path of genes and keeps one model of the path, chosen by --criterion:
+
+\b
+  cv        (default) the number of genes of lowest held-out log-loss in an inner
+            cross-validation along the path, with calibrated probabilities
+  loo       the smallest EP leave-one-out error (predictive ARD, Qi et al. 2004)
+  loo-prob  the smallest EP leave-one-out error probability
+  evidence  the largest EP evidence
+
+Input: .h5ad, .zarr, CSV/TSV or GCT(+CLS). 'ardselect COMMAND --help' documents each command.
+
+Exit codes: 0 success, 1 data/file/model error, 2 usage error, 130 interrupted (Ctrl-C),
+143 terminated (SIGTERM), 129 hang-up (SIGHUP).
+"""
+
+
 def _version(value: bool):
     if value:
         typer.echo(f"ardselect {__version__}")
         raise typer.Exit()
 
 
-@app.callback()
+@app.callback(help=MAIN_HELP)
 def main(
     version: Annotated[
         bool,
@@ -46,14 +66,7 @@ def main(
         ),
     ] = False,
 ):
-    """Select the few genes that predict a phenotype: ARD probit classification by EP.
-
-    ardselect fits a sparse Bayesian (ARD) probit classifier by Expectation Propagation along an
-    add/delete path and keeps the model chosen by the EP leave-one-out error (predictive ARD, Qi
-    et al. 2004), the LOO error probability or the evidence. Input: .h5ad, CSV/TSV or GCT(+CLS).
-
-    Exit codes: 0 success, 1 data/file/model error, 2 usage error, 130 interrupted.
-    """
+    """The ``ardselect`` command group; its help is ``MAIN_HELP``."""
 
 
 # Registered in this order, which is the order of ``ardselect --help``.

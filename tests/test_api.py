@@ -58,7 +58,7 @@ def test_documented_defaults_are_the_real_defaults(name):
 
 
 def test_the_cli_uses_the_public_api_only():
-    # README, "Layout": the CLI is a client of the library. No private module or name of
+    # User guide, "Package layout": the CLI is a client of the library. No private module or name of
     # ardselect may be imported or reached by attribute from cli/ (dunders such as __version__
     # are public).
     import ast

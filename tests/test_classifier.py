@@ -500,7 +500,7 @@ def test_intercept_is_held_at_its_fixed_prior():
 
 
 def test_fixed_intercept_keeps_what_ard_prunes():
-    # Measured (README, "Accuracy"): on the first 36 leukaemia samples the paper's model prunes the
+    # Measured: on the first 36 leukaemia samples the paper's model prunes the
     # intercept and errs on 4 of the other 36; held at its broad prior it errs on 2.
     import ardselect
     from ardselect.preprocessing import Preprocessor

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from ardselect._anndata import _rank_core
 
 runner = CliRunner()
 FILES = ("genes.tsv", "genes.gmt", "genes.rnk", "frontier.tsv", "frontier.png", "path.tsv",
-         "path.png", "weights.png", "certainty.png", "model.json")
+         "path.png", "weights.png", "certainty.png", "model.json", "report.html")
 
 
 def run(*args):
@@ -99,6 +100,17 @@ def test_cli_constants_match_library():
     assert options.LOG_CHOICES == ardselect.preprocessing.LOG_CHOICES
     assert options.EXAMPLES == ardselect.datasets.EXAMPLES
     assert tuple(c.value for c in options.Criterion) == ardselect.CRITERIA
+
+
+def test_main_help_lists_every_criterion_and_the_default():
+    result = run("--help")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    for criterion in ardselect.CRITERIA:
+        assert any(line.split()[:1] == [criterion] for line in lines), criterion
+    default = next(line for line in lines if line.split()[:1] == ["cv"])
+    assert "(default)" in default
+    assert ardselect.ARDClassifier().criterion == "cv"
 
 
 def test_fit_help_documents_defaults():
@@ -180,6 +192,11 @@ def test_fit_deterministic(fitted, data, tmp_path):
     assert result.exit_code == 0, result.stderr
     assert result.stdout == ""
     for name in FILES:
+        if name == "report.html":  # the same page but for the command line it shows
+            command = re.compile(rb"<pre>ardselect fit .*?</pre>")
+            assert (command.sub(b"", (again / name).read_bytes())
+                    == command.sub(b"", (out / name).read_bytes()))
+            continue
         assert (again / name).read_bytes() == (out / name).read_bytes(), name
 
 
@@ -772,7 +789,7 @@ def test_example_default_path(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_golub_fit_end_to_end(tmp_path):
-    """The README's main job: the bundled leukaemia data, Dudoit preprocessing, LOO model choice."""
+    """The quick start's job: the bundled leukaemia data, Dudoit preprocessing, LOO model choice."""
     h5ad = tmp_path / "golub.h5ad"
     assert run("example", "leukaemia", h5ad, "-q").exit_code == 0
     result = run("fit", h5ad, "--floor", 100, "--cap", 16000, "--log", "log10", "--positive",

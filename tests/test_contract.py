@@ -1,4 +1,4 @@
-"""The family's contracts, walked over every public estimator (README, "Fitted attributes").
+"""The family's contracts, walked over every public estimator (user guide, "The sparse Bayesian family").
 
 One parameter contract: keyword-only constructors and a scikit-learn constraint table covering
 every parameter, so that every bad value is one error naming the parameter and its valid range.

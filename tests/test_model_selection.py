@@ -219,7 +219,7 @@ def test_accuracy_benchmark_runs_the_shared_model_when_named(shared_data, accura
     assert "| ARD-EP shared |" in capsys.readouterr().out
     res = pd.read_csv(tmp_path / "khan_srbct_splits.tsv", sep="\t").set_index(["method", "split"])
     # One gene set for all classes: on Khan smaller than the per-class union (41 against 67 genes
-    # on average over the README's 50 partitions), and as accurate.
+    # on average over 50 partitions of benchmarks/accuracy.py), and as accurate.
     assert (res.loc["ARD-EP shared", "genes"] <= res.loc["ARD-EP", "genes"]).all()
     assert (res.loc["ARD-EP shared", "error_rate"] < 0.1).all()
     with pytest.raises(SystemExit):
@@ -253,7 +253,7 @@ def test_accuracy_benchmark_runs_the_low_dimensional_sets(shared_data, accuracy,
     assert "| ARD-EP |" in capsys.readouterr().out
     res = pd.read_csv(tmp_path / "pima_diabetes_splits.tsv", sep="\t")
     s = res.groupby("method")[["error_rate", "log_loss", "log_loss_prior"]].mean()
-    # README: level with L1 on Pima (21.9% against 22.0% over 50 partitions).
+    # benchmarks/accuracy.py: level with L1 on Pima (21.9% against 22.0% over 50 partitions).
     assert abs(s.loc["ARD-EP", "error_rate"] - s.loc["L1-logistic", "error_rate"]) < 0.02
     assert s.loc["ARD-EP", "log_loss"] < 0.8 * s.loc["ARD-EP", "log_loss_prior"]
     with pytest.raises(SystemExit):

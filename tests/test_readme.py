@@ -1,39 +1,78 @@
-"""The README's Python quick start must run as written."""
+"""The README is a storefront: short, and its examples run as written."""
 
 import re
+import shlex
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+from ardselect_cli import main as cli
+from typer.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+MAX_LINES = 300
 
 
-def python_blocks():
-    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+def blocks(language):
+    return re.findall(rf"```{language}\n(.*?)```", README.read_text(), flags=re.S)
 
 
-def test_readme_has_a_python_quickstart():
-    assert python_blocks(), "README lost its Python quick start"
+def section(title):
+    text = README.read_text()
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else None]
 
 
-def test_readme_python_blocks_run():
-    for block in python_blocks():
+def test_readme_is_at_most_300_lines():
+    n = len(README.read_text().splitlines())
+    assert n <= MAX_LINES, f"README.md has {n} lines; move the detail to docs/ (at most {MAX_LINES})"
+
+
+def test_readme_python_example_runs():
+    assert blocks("python"), "README lost its Python example"
+    for block in blocks("python"):
         exec(compile(block, str(README), "exec"), {"__name__": "__readme__"})
 
 
-def test_readme_says_where_the_installed_commands_are():
-    # Issue 12, item 8: after the quick start `ardselect` was not on PATH and the vignettes failed
-    # under the system python; the README must say to use .venv/bin/ or to activate it.
-    text = README.read_text()
-    quick = text[text.index("## Quick start"):text.index("## Python API")]
+def test_readme_cli_example_runs(tmp_path, monkeypatch):
+    (block,) = re.findall(r"```bash\n(.*?)```", section("Command line"), flags=re.S)
+    commands = [shlex.split(c) for c in block.replace("\\\n", " ").strip().splitlines()]
+    assert [c[:2] for c in commands] == [["ardselect", "example"], ["ardselect", "fit"]]
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    for command in commands:
+        result = runner.invoke(cli.app, [*command[1:], "--quiet"], catch_exceptions=False)
+        assert result.exit_code == 0, result.stderr
+    for name in ("report.html", "genes.tsv", "genes.gmt", "frontier.png", "model.json"):
+        assert (tmp_path / "golub_results" / name).is_file(), name
+
+
+def test_readme_quick_start_commands_exist():
+    quick = section("Quick start")
+    assert "./dev.sh demo" in quick
+    assert "./dev.sh test" in quick
+    dev = (ROOT / "dev.sh").read_text()
+    assert "  demo)" in dev
+    assert "  test)" in dev
     assert ".venv/bin/ardselect" in quick
     assert "source .venv/bin/activate" in quick
-    assert ".venv/bin/python vignettes/" in quick.replace("\n", " ").replace("python  ", "python ")
+    assert ".venv/bin/python vignettes/" in quick.replace("\n", " ")
+
+
+def test_readme_keeps_the_benchmark_table_and_its_links():
+    text = README.read_text()
+    start, end = text.index("<!-- BENCHMARK-TABLE -->"), text.index("<!-- /BENCHMARK-TABLE -->")
+    assert "| data set | ardselect error % / genes / log-loss | L1-logistic | elastic net |" in (
+        text[start:end])
+    for link in re.findall(r"\]\(((?:docs/)?[^)#:]+\.(?:md|cff))\)", text):
+        assert (ROOT / link).is_file(), link
 
 
 def test_vignette_output_is_ignored_by_git():
-    # Issue 12, item 12: running a vignette from the clone left vignette_output/ untracked.
-    ignored = (README.parent / ".gitignore").read_text().splitlines()
+    # Running a vignette from the clone must not leave vignette_output/ untracked.
+    ignored = (ROOT / ".gitignore").read_text().splitlines()
     assert "vignette_output/" in ignored
-    writers = [p for p in (README.parent / "vignettes").glob("[0-9][0-9]-*.py")
+    writers = [p for p in (ROOT / "vignettes").glob("[0-9][0-9]-*.py")
                if "ARDSELECT_VIGNETTE_OUT" in p.read_text()]
     assert writers
     for p in writers:

@@ -1,7 +1,7 @@
 """Slow reproduction runs of the paper's experiments (CI runs them; `--runslow` locally).
 
 Thresholds are the paper's figures with room for the smaller number of repetitions run here; the full
-tables come from `benchmarks/leukaemia.py` and `benchmarks/synthetic.py` and are in the README.
+tables come from `benchmarks/leukaemia.py` and `benchmarks/synthetic.py` (docs/benchmarks.md).
 """
 
 import sys

@@ -1,0 +1,169 @@
+"""``report.html`` of ``fit`` and ``evaluate -o``: one self-contained page, checked by parsing it.
+
+The page must open offline from a mail attachment or a copied folder: every figure is a data URI,
+there is no external style sheet, script or link, and the tables a reader needs are there.
+"""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+
+import pytest
+from ardselect_cli import main as cli
+from typer.testing import CliRunner
+
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(cli.app, [str(a) for a in args], catch_exceptions=False)
+
+
+class Page(HTMLParser):
+    """Collects what the tests look at: images, tables, headings, links, scripts, styles."""
+
+    def __init__(self):
+        super().__init__()
+        self.images, self.tables, self.headings, self.urls, self.scripts = [], [], [], [], []
+        self.headers = []  # column names of the current table
+        self._heading = None
+        self._in_th = False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "img":
+            self.images.append(attrs)
+        if tag == "table":
+            self.tables.append(attrs)
+            self.headers.append([])
+        if tag == "th":
+            self._in_th = True
+            self.headers[-1].append("")
+        if tag in ("h1", "h2", "h3"):
+            self._heading = ""
+        if tag == "script":
+            self.scripts.append(attrs)
+        for key in ("src", "href", "action", "poster", "data"):
+            if key in attrs:
+                self.urls.append(attrs[key])
+
+    def handle_endtag(self, tag):
+        if tag == "th":
+            self._in_th = False
+        if tag in ("h1", "h2", "h3") and self._heading is not None:
+            self.headings.append(self._heading.strip())
+            self._heading = None
+
+    def handle_data(self, data):
+        if self._in_th:
+            self.headers[-1][-1] += data
+        if self._heading is not None:
+            self._heading += data
+
+
+def parse(path):
+    text = path.read_text(encoding="utf-8")
+    page = Page()
+    page.feed(text)
+    # Well-formed: every tag closed and every attribute quoted (a strict parser accepts it).
+    ET.fromstring(text.split("\n", 1)[1])
+    return text, page
+
+
+def assert_self_contained(text, page, n_images):
+    assert len(page.images) == n_images
+    for img in page.images:
+        src = img["src"]
+        assert src.startswith("data:image/png;base64,"), src[:60]
+        assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+        assert img.get("alt")
+    # Nothing is fetched: no URL other than data URIs, no external style sheet or script.
+    assert all(u.startswith("data:") for u in page.urls), [u[:60] for u in page.urls]
+    assert "<link" not in text
+    assert all("src" not in s for s in page.scripts)
+    assert "@import" not in text
+    assert "url(" not in text
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory, expression):
+    d = tmp_path_factory.mktemp("report-data")
+    expression(n_samples=40, n_genes=20, seed=3).to_csv(d / "two.csv", index=False)
+    expression(n_samples=36, n_genes=15, n_classes=3, seed=4).to_csv(d / "multi.csv", index=False)
+    return d
+
+
+@pytest.mark.parametrize("name", ["two.csv", "multi.csv"])
+def test_fit_report_is_one_self_contained_page(tables, tmp_path, name):
+    out = tmp_path / "res"
+    result = run("fit", tables / name, "--out", out, "--seed", 3, "-q")
+    assert result.exit_code == 0, result.stderr
+    text, page = parse(out / "report.html")
+    assert_self_contained(text, page, n_images=4)  # frontier, path, weights, certainty
+    assert [img["alt"].split(" (")[1] for img in page.images] == [
+        "frontier.png)", "path.png)", "weights.png)", "certainty.png)"]
+    for heading in ("Summary", "The signature", "What the columns mean", "Figures",
+                    "Reproduce this run"):
+        assert heading in page.headings
+    # The signature table: sortable, with the certainty columns, each explained beside it.
+    assert any(t.get("class") == "sortable" for t in page.tables)
+    signature = page.headers[0]
+    for column in ("rank", "gene", "log_bf", "p_sign", "cv_frequency", "direction"):
+        assert column in signature
+        assert f"<dt>{column}</dt>" in text
+    assert ("class" in signature) == (name == "multi.csv")
+    # The preprocessing and the command that reproduces the run.
+    assert "<dt>Preprocessing</dt>" in text
+    assert "ardselect fit " in text
+    assert "--seed 3" in text
+    assert "held-out log-loss" in text
+
+
+def test_evaluate_report_is_one_self_contained_page(tables, tmp_path):
+    out = tmp_path / "ev"
+    result = run("evaluate", tables / "two.csv", "--splits", 2, "-j", 1, "-o", out, "-q")
+    assert result.exit_code == 0, result.stderr
+    text, page = parse(out / "report.html")
+    assert_self_contained(text, page, n_images=1)  # the reliability diagram
+    for heading in ("Summary", "Held-out accuracy", "Selected genes across partitions",
+                    "Calibration", "Reproduce this run"):
+        assert heading in page.headings
+    assert page.headers[0][:4] == ["method", "error rate %", "genes", "log-loss"]
+    for method in ("ARD-EP", "L1-logistic"):
+        assert f">{method}<" in text
+    assert "ardselect evaluate " in text
+    assert "--splits 2" in text
+
+
+def _browser():
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        if path := shutil.which(name):
+            return path
+    return None
+
+
+@pytest.mark.skipif(_browser() is None, reason="no headless Chromium on this machine")
+def test_fit_report_renders_in_a_headless_browser(tables, tmp_path):
+    # Where a Chromium is installed (not in CI's PyPI-only setup): the page loads from the file
+    # alone, its script runs without breaking the DOM, and a screenshot has content.
+    out = tmp_path / "res"
+    assert run("fit", tables / "two.csv", "--out", out, "-q").exit_code == 0
+    page = (out / "report.html").as_uri()
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+             f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([_browser(), *flags, "--dump-dom", page], capture_output=True,
+                         text=True, timeout=120, check=False)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert 'aria-label="selected genes"' in dom.stdout
+    assert dom.stdout.count("data:image/png;base64,") == 4
+    shot = tmp_path / "report.png"
+    proc = subprocess.run([_browser(), *flags, "--window-size=1200,2000",
+                           f"--screenshot={shot}", page], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert shot.stat().st_size > 50_000  # a blank page is a few kB
