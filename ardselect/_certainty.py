@@ -108,6 +108,27 @@ def column_sd(design):
     return np.sqrt(np.maximum(sq - mean * mean, 0.0))
 
 
+def class_mean_difference(design, in_class):
+    """Mean of every column over the rows ``in_class`` minus its mean over the others.
+
+    ``design`` is ``(n, m)``, dense, sparse or a :class:`ardselect._lazy.LazyDesign` (one pass);
+    NaN when either group is empty.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> class_mean_difference(np.array([[1.0, 5.0], [3.0, 5.0], [6.0, 5.0]]),
+    ...                       np.array([False, False, True]))
+    array([4., 0.])
+    """
+    c = np.asarray(in_class, dtype=np.float64)
+    n1, n0 = float(c.sum()), float((1.0 - c).sum())
+    if n1 < 1 or n0 < 1:
+        return np.full(design.shape[1], np.nan)
+    sums = np.asarray(design.T @ np.column_stack([c, 1.0 - c]))
+    return sums[:, 0] / n1 - sums[:, 1] / n0
+
+
 def class_contrast(design, in_class):
     """Welch's t statistic of every column: the rows ``in_class`` against the others.
 

@@ -19,7 +19,13 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ._base import ConstantFeatureWarning, _ARDPathEstimator, _Chosen, label
 from ._basis import make_basis
-from ._certainty import class_contrast, column_sd, inclusion_certainty, leave_one_out_sq
+from ._certainty import (
+    class_contrast,
+    class_mean_difference,
+    column_sd,
+    inclusion_certainty,
+    leave_one_out_sq,
+)
 from ._criteria import CRITERIA, check_criterion, choose_step, group_cavities
 from ._cv import NULL_SE, Calibration, cross_validate
 from ._ep import LatentPosterior
@@ -844,10 +850,9 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     def ranked_features(self):
         """Every feature (basis function) ranked, for the chosen model of each binary problem.
 
-        Selected features come first, by the size of their standardised weight ``std_weight``
-        (how far the latent class score moves per standard deviation of the feature), then by
-        ``|z|``; the others follow, by the evidence gain they would bring if added to the chosen
-        model. Remaining ties keep input order.
+        Selected features come first, by their ``contribution`` to the separation of the class
+        from the rest (largest first), then by ``|z|``; the others follow, by the evidence gain
+        they would bring if added to the chosen model. Remaining ties keep input order.
 
         Returns
         -------
@@ -855,6 +860,12 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             One row per feature and binary problem, ordered by class, then rank:
 
             * ``class``, ``rank`` (1 = best), ``feature``, ``selected``;
+            * ``contribution``: the posterior mean weight times the feature's mean in the class
+              minus its mean in the rest (training data): the feature's part of the difference
+              between the model's mean latent score in the class and in the rest, which the
+              contributions of the selected features add up to. Negative for a feature whose
+              weight opposes its own class difference (it corrects the others); 0 outside the
+              model;
             * ``std_weight``: the posterior mean weight times the feature's standard deviation
               in the training data, the change of the latent class score per standard
               deviation of the feature (0 outside the model); its sign is the weight's;
@@ -923,7 +934,10 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             potential = np.where(usable, potential, -np.inf)
             # basis = input / scale, so sd(input) = scale * sd(basis).
             std_weight = self.coef_[i] * (fit.scale * column_sd(fit.problem.basis))[:n_basis]
-            key = np.where(selected, np.abs(std_weight), potential)
+            # (in_class is the problem's positive class; a 2-class fit's is classes_[1])
+            diff = class_mean_difference(fit.problem.basis, fit.signs > 0)
+            contribution = self.coef_[i] * (fit.scale * diff)[:n_basis]
+            key = np.where(selected, contribution, potential)
             # Selected first, then by key descending, then by |weight / sd|.
             tie = np.where(selected, -np.abs(np.nan_to_num(z)), 0.0)
             order = np.lexsort((tie, -key, ~selected))
@@ -937,6 +951,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                 "rank": np.arange(1, n_basis + 1),
                 "feature": fit.names[:n_basis][order].astype(str),
                 "selected": selected[order],
+                "contribution": contribution[order],
                 "std_weight": std_weight[order],
                 "relevance": relevance[order],
                 "mean": self.coef_[i, order],

@@ -73,9 +73,11 @@ def ranked_genes_df(
     pandas.DataFrame
         Columns ``class`` (the positive class of the binary problem), ``rank`` (1 = best),
         ``gene``, ``description`` (symbol or description when known, else empty), ``selected``,
-        ``std_weight`` (the weight times the gene's sd: the change of the latent class score per
-        sd of the gene; ranks the selected genes), ``relevance`` (the prior variance the evidence would give the gene beside the model's
-        other genes, 0 outside the model), ``mean`` and ``sd`` (posterior of the weight of the
+        ``contribution`` (the weight times the gene's class-mean difference: its part of the
+        model's separation of the class from the rest; ranks the selected genes),
+        ``std_weight`` (the weight times the gene's sd), ``relevance`` (the prior variance the
+        evidence would give the gene beside the model's other genes, 0 outside the model),
+        ``mean`` and ``sd`` (posterior of the weight of the
         standardised gene), ``alpha`` (the precision the model uses, ``inf`` outside it),
         ``entered_step`` (first path step with the gene in the model, ``<NA>`` if never),
         ``log_bf`` and ``p_sign`` (log Bayes factor of the gene in against out, the other genes

@@ -370,7 +370,7 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show, group
             ("gene", {}),
             ("description", cut),
             ("direction", {}),
-            ("std weight", {"justify": "right"}),
+            ("contribution", {"justify": "right"}),
             ("weight", {"justify": "right"}),
             ("sd", {"justify": "right"}),
             ("in folds", {"justify": "right"}),
@@ -380,16 +380,16 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show, group
             folds = "-" if pd.isna(row.cv_frequency) else f"{100 * row.cv_frequency:.0f}%"
             direction = row.direction + (" *" if row.note else "")
             table.add_row(str(row.rank), row.gene, row.description, direction,
-                          f"{row.std_weight:+.3f}", f"{row.mean:+.3f}", f"{row.sd:.3f}", folds)
+                          f"{row.contribution:+.3f}", f"{row.mean:+.3f}", f"{row.sd:.3f}", folds)
         console.print(table)
         shown = True
     if shown:
         console.print(
             "direction: mean higher (up) or lower (down) in the class than in the rest; *: the "
-            "model's weight has the other sign (genes.tsv, note). std weight: the weight times "
-            "the gene's sd, the change of the class score per sd of the gene (ranks the genes); "
-            "weight: posterior mean and sd; in folds: share of the cross-validation's models "
-            "holding the gene"
+            "model's weight has the other sign (genes.tsv, note). contribution: the gene's part of "
+            "the model's separation of the class from the rest (ranks the genes); weight: "
+            "posterior mean and sd; in folds: share of the cross-validation's models holding the "
+            "gene"
         )
     rnk = [name for name, _ in _rnk_files(adata)]
     if len(rnk) > 1:

@@ -77,8 +77,9 @@ def test_binary_tables(binary):
     _, adata = binary
     ranked = ardselect.get.ranked_genes_df(adata)
     assert list(ranked.columns) == [
-        "class", "rank", "gene", "description", "selected", "std_weight", "relevance", "mean",
-        "sd", "alpha", "entered_step", "log_bf", "p_sign", "z", "log_bf_marginal", "cv_frequency", "t_stat",
+        "class", "rank", "gene", "description", "selected", "contribution", "std_weight",
+        "relevance", "mean", "sd", "alpha", "entered_step", "log_bf", "p_sign", "z",
+        "log_bf_marginal", "cv_frequency", "t_stat",
         "log2_fc", "direction", "note",
     ]
     assert len(ranked) == 24

@@ -245,8 +245,8 @@ def test_ranked_features_table():
     X, y = two_gene_data(12)
     clf = ARDClassifier().fit(X, y)
     r = clf.ranked_features()
-    assert list(r.columns) == ["class", "rank", "feature", "selected", "std_weight", "relevance",
-                               "mean", "sd", "alpha", "entered_step", "log_bf", "p_sign", "z",
+    assert list(r.columns) == ["class", "rank", "feature", "selected", "contribution",
+                               "std_weight", "relevance", "mean", "sd", "alpha", "entered_step", "log_bf", "p_sign", "z",
                                "log_bf_marginal", "cv_frequency", "t_stat"]
     assert r["rank"].tolist() == list(range(1, 31))
     n_sel = int(clf.get_support().sum())
@@ -255,10 +255,12 @@ def test_ranked_features_table():
     assert r.loc[r["selected"], "entered_step"].notna().all()
 
 
-def test_std_weight_is_the_weight_per_sd_of_the_input_and_orders_the_selection():
-    # Columns on very different scales: the standardised weight is the input-unit weight times
-    # the column's sd in the training data (computed here directly), and it orders the selected
-    # genes, so rescaling a column changes neither its std_weight nor the order.
+def test_contributions_add_up_to_the_separation_and_order_the_selection():
+    # Columns on very different scales. The standardised weight is the input-unit weight times
+    # the column's sd in the training data; the contributions (weight times class-mean
+    # difference) add up to the difference between the mean latent score X @ coef_ of the class
+    # and of the rest (both computed here directly), and order the selected genes. Rescaling a
+    # column changes neither column nor the order.
     X, y = two_gene_data(12)
     X = X * np.linspace(0.1, 30.0, X.shape[1])
     clf = ARDClassifier().fit(X, y)
@@ -266,14 +268,19 @@ def test_std_weight_is_the_weight_per_sd_of_the_input_and_orders_the_selection()
     expected = clf.coef_[0] * X.std(axis=0)
     names = [f"x{j}" for j in range(X.shape[1])]
     np.testing.assert_allclose(r.loc[names, "std_weight"], expected, rtol=1e-10, atol=1e-14)
+    latent = X @ clf.coef_[0]
+    separation = latent[y == 1].mean() - latent[y == 0].mean()
+    assert r["contribution"].sum() == pytest.approx(separation, rel=1e-10)
+    expected = clf.coef_[0] * (X[y == 1].mean(axis=0) - X[y == 0].mean(axis=0))
+    np.testing.assert_allclose(r.loc[names, "contribution"], expected, rtol=1e-10, atol=1e-14)
     sel = r[r["selected"]]
-    assert np.all(np.diff(np.abs(sel["std_weight"].to_numpy())) <= 0)
-    assert (r.loc[~r["selected"], "std_weight"] == 0).all()
+    assert np.all(np.diff(sel["contribution"].to_numpy()) <= 0)
+    assert (r.loc[~r["selected"], ["std_weight", "contribution"]] == 0).all().all()
     X2 = X.copy()
     X2[:, 3] *= 1000.0
     r2 = ARDClassifier().fit(X2, y).ranked_features().set_index("feature")
-    np.testing.assert_allclose(r2.loc[names, "std_weight"], r.loc[names, "std_weight"],
-                               rtol=1e-6, atol=1e-9)
+    for col in ("std_weight", "contribution"):
+        np.testing.assert_allclose(r2.loc[names, col], r.loc[names, col], rtol=1e-6, atol=1e-9)
     assert list(r2.index[r2["selected"]]) == list(sel.index)
 
 

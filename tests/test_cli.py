@@ -135,8 +135,9 @@ def test_fit_outputs(fitted):
     assert no_temporaries(work)
     genes = pd.read_csv(out / "genes.tsv", sep="\t", keep_default_na=False)
     assert list(genes.columns) == [
-        "rank", "gene", "description", "selected", "std_weight", "relevance", "mean", "sd",
-        "alpha", "entered_step", "log_bf", "p_sign", "z", "log_bf_marginal", "cv_frequency", "t_stat",
+        "rank", "gene", "description", "selected", "contribution", "std_weight", "relevance",
+        "mean", "sd", "alpha", "entered_step", "log_bf", "p_sign", "z", "log_bf_marginal",
+        "cv_frequency", "t_stat",
         "log2_fc", "direction", "note",
     ]
     assert len(genes) == 20
@@ -305,7 +306,7 @@ def test_multiclass(data, tmp_path):
     for k in range(3):
         # Class k vs the rest: all three planted markers are informative (G_k up in the class,
         # the others up in the rest); the class's own must be in, with a positive weight, and the
-        # top-ranked gene is one of the three (by standardised weight, another class's marker can be first).
+        # top-ranked gene is one of the three (by contribution, another class's marker can be first).
         block = genes[genes["class"] == f"class{k}"].set_index("gene")
         assert block.loc[f"G{k}", "selected"]
         assert block.loc[f"G{k}", "mean"] > 0
@@ -1010,9 +1011,9 @@ def test_summary_tables_are_whole_when_piped(expression, tmp_path):
 def test_summary_shows_what_the_rank_means(fitted):
     result, _, _ = fitted
     header = next(ln for ln in result.stdout.splitlines() if "rank" in ln and "gene" in ln)
-    assert all(col in header for col in ("std weight", "direction", "in folds"))
-    assert ("std weight: the weight times the gene's sd, the change of the class score per sd of "
-            "the gene (ranks the genes)") in " ".join(result.stdout.split())
+    assert all(col in header for col in ("contribution", "direction", "in folds"))
+    assert ("contribution: the gene's part of the model's separation of the class from the rest "
+            "(ranks the genes)") in " ".join(result.stdout.split())
 
 
 def test_show_zero_prints_no_table(data, tmp_path):
