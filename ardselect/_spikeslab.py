@@ -40,6 +40,8 @@ CREDIBLE_MIN_BAYES_FACTOR = 10.0
 #: Credible sets are searched among at most this many genes of highest PIP (their correlations are
 #: computed, ``(m, m)``).
 CREDIBLE_MAX_CANDIDATES = 1000
+#: Expected genes of the prior EP starts from cold; sparser priors are reached by continuation.
+CONTINUATION_GENES = 20.0
 #: Largest prior inclusion probability a hyperprior node may have (with few genes, ``E / p`` is
 #: capped here).
 MAX_NODE_P0 = 0.5
@@ -140,12 +142,14 @@ class _Mixture:
         mean = sum(wi * f.mean for wi, f in zip(w, self.fits, strict=True))
         second = sum(wi * (f.var + f.mean**2) for wi, f in zip(w, self.fits, strict=True))
         pip = sum(wi * f.pip for wi, f in zip(w, self.fits, strict=True))
-        # P(weight has the sign of its slab mean | included), averaged with the inclusion weights.
-        num = sum(wi * f.pip * np.exp(log_Phi(np.abs(f.slab_mean) / np.sqrt(f.slab_var)))
+        # P(weight has the sign of its posterior mean | included): each node's slab, weighted by
+        # the node's weight times the gene's inclusion there.
+        sign = np.sign(mean[:p])
+        num = sum(wi * f.pip * np.exp(log_Phi(sign * f.slab_mean / np.sqrt(f.slab_var)))
                   for wi, f in zip(w, self.fits, strict=True))
         with np.errstate(invalid="ignore", divide="ignore"):
-            p_sign = np.where(pip > 0, num / pip, 0.5)
-        return mean, np.maximum(second - mean**2, 0.0), pip[:p], p_sign[:p]
+            p_sign = np.where((pip > 0) & (sign != 0), num / pip, 0.5)
+        return mean, np.maximum(second - mean**2, 0.0), pip[:p], p_sign
 
     def log_proba(self, Za):
         """``log P(t = +1)``, ``log P(t = -1)`` and the latent's mixture mean and variance at ``Za``."""
@@ -398,6 +402,7 @@ class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, BaseEstimator):
         Z = (Xu - self._center) / self._scale  # (n, p)
         problems = [1] if classes.size == 2 else list(range(classes.size))
         nodes, log_prior, expected = self._nodes(Z.shape[1])
+        self._prior_pip = float(np.exp(log_prior) @ nodes)  # P(gene in) before the data
         self._mixtures, rows, n_iter = [], [], []
         for k in problems:
             t = np.where(y_idx == k, 1.0, -1.0)
@@ -430,11 +435,26 @@ class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, BaseEstimator):
         icpt = t if self.fit_intercept else None
         fits, sweeps = [], 0
         start = None
+
+        def ep(p0, start):
+            return run_spikeslab_ep(P, prior_inclusion=p0, slab_variance=self.slab_variance,
+                                    intercept=icpt, intercept_alpha=self.intercept_alpha,
+                                    damping=self.damping, tol=self.tol, max_iter=self.max_iter,
+                                    start=start)
+
+        # EP from a cold start can fail at a very sparse prior (the first sweeps overshoot); from
+        # the fit of a denser prior it does not. A first node sparser than CONTINUATION_GENES
+        # expected genes is reached by a continuation: fits at p0 four times smaller each time,
+        # each warm-starting the next, not part of the average.
+        p0_start = min(MAX_NODE_P0, CONTINUATION_GENES / max(Z.shape[1], 1))
+        for p0 in p0_start / 4.0 ** np.arange(int(np.log(p0_start / nodes[0]) / np.log(4.0)) + 1):
+            if p0 <= nodes[0] * (1 + 1e-12):
+                break
+            st = ep(p0, start)
+            sweeps += st.n_iter
+            start = st if st.converged else start
         for p0 in nodes:
-            st = run_spikeslab_ep(P, prior_inclusion=p0, slab_variance=self.slab_variance,
-                                  intercept=icpt, intercept_alpha=self.intercept_alpha,
-                                  damping=self.damping, tol=self.tol, max_iter=self.max_iter,
-                                  start=start)
+            st = ep(p0, start)
             sweeps += st.n_iter
             fits.append(st)
             start = st if st.converged else start
@@ -588,11 +608,13 @@ class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, BaseEstimator):
         -------
         pandas.DataFrame
             Columns ``class``, ``rank`` (1 = highest PIP; ties keep input order), ``feature``,
-            ``selected`` (PIP above ``threshold``), ``pip``, ``mean`` and ``sd`` (posterior of the
-            weight, input units), ``p_sign`` (probability that the weight has the sign of ``mean``
-            given that the gene is in the model; NaN for constant genes), ``credible_set`` (the
-            gene's set in ``credible_sets_``, <NA> if none) and ``set_pip``. Ordered by class, then
-            rank.
+            ``selected`` (PIP above ``threshold``), ``pip``, ``log_bf`` (the Bayes factor of the
+            gene being in the model: its posterior log odds of inclusion minus its prior log odds,
+            the prior inclusion probability averaged over the hyperprior's nodes; NaN for constant
+            genes), ``mean`` and ``sd`` (posterior of the weight, input units), ``z`` (``mean /
+            sd``), ``p_sign`` (probability that the weight has the sign of ``mean`` given that the
+            gene is in the model; NaN for constant genes), ``credible_set`` (the gene's set in
+            ``credible_sets_``, <NA> if none) and ``set_pip``. Ordered by class, then rank.
         """
         check_is_fitted(self)
         names = self._names()
@@ -604,15 +626,22 @@ class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, BaseEstimator):
             set_of = dict(zip(sets["feature"], sets["set"], strict=True))
             set_pip = dict(zip(sets["feature"], sets["set_pip"], strict=True))
             feats = names[order]
-            mean = self.coef_[i, order]
+            pip = self.pip_[i, order]
+            usable = np.isfinite(self.alpha_[i, order])
+            prior = self._prior_pip
+            with np.errstate(divide="ignore", invalid="ignore"):
+                log_bf = (np.log(pip) - np.log1p(-pip)) - (np.log(prior) - np.log1p(-prior))
+                z = self.coef_[i, order] / self.coef_sd_[i, order]
             frames.append(pd.DataFrame({
                 "class": positive,
                 "rank": np.arange(1, names.size + 1),
                 "feature": feats,
-                "selected": self.pip_[i, order] > self.threshold,
-                "pip": self.pip_[i, order],
-                "mean": mean,
+                "selected": pip > self.threshold,
+                "pip": pip,
+                "log_bf": np.where(usable, log_bf, np.nan),
+                "mean": self.coef_[i, order],
                 "sd": self.coef_sd_[i, order],
+                "z": np.where(usable, z, np.nan),
                 "p_sign": self._p_sign[i, order],
                 "credible_set": pd.array([set_of.get(f) for f in feats], dtype="Int64"),
                 "set_pip": np.array([set_pip.get(f, np.nan) for f in feats], dtype=float),

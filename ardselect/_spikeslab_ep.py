@@ -325,8 +325,10 @@ class _Anderson:
     ``g = F(x) - x`` vanishes; a fixed point of EP is one of the accelerated iteration and vice
     versa. The least-squares coefficients come from the ``(k, k)`` Gram matrix of the residual
     differences, kept up to date as columns come and go (ridge ``1e-12`` times its trace against
-    collinear columns). Safeguard: when an extrapolated step more than doubles the residual, the
-    history is dropped and the next step is a plain damped one, ``x + beta g``. Iterates stay
+    collinear columns). Two safeguards: when a step more than doubles the residual norm, the
+    history is dropped; when ``mem`` steps in a row have not lowered the smallest residual norm
+    seen, the history is dropped and the next ``mem`` steps are plain damped ones,
+    ``x + beta g`` (extrapolation can stall where damped iteration converges). Iterates stay
     inside the sites' bounds ``[lower, upper]``.
     """
 
@@ -336,6 +338,7 @@ class _Anderson:
         self.dX, self.dG = [], []  # differences of successive iterates and residuals
         self.gram = np.zeros((0, 0))
         self.prev = None  # (x, g) of the previous step
+        self.best, self.stalled, self.plain = np.inf, 0, 0
         self.n_restarts = 0
 
     def _push(self, dx, dg):
@@ -352,17 +355,30 @@ class _Anderson:
         self.dX.append(dx)
         self.dG.append(dg)
 
+    def _reset(self):
+        self.dX, self.dG, self.gram = [], [], np.zeros((0, 0))
+        self.n_restarts += 1
+
     def step(self, x, g):
+        r2 = float(g @ g)
+        if r2 < self.best:
+            self.best, self.stalled = r2, 0
+        else:
+            self.stalled += 1
         if self.prev is not None:
             x0, g0 = self.prev
-            if self.dX and float(g @ g) > 4.0 * float(g0 @ g0):
-                self.dX, self.dG, self.gram = [], [], np.zeros((0, 0))
-                self.n_restarts += 1
+            if self.dX and r2 > 4.0 * float(g0 @ g0):
+                self._reset()
             else:
                 self._push(x - x0, g - g0)
+        if self.stalled >= self.mem and self.plain == 0:
+            self._reset()
+            self.plain, self.stalled = self.mem, 0
         self.prev = (x, g)
         x_new = x + self.beta * g
-        if self.dX:
+        if self.plain > 0:
+            self.plain -= 1
+        elif self.dX:
             rhs = np.array([v @ g for v in self.dG])
             ridge = 1e-12 * np.trace(self.gram) + 1e-300
             gamma = np.linalg.solve(self.gram + ridge * np.eye(rhs.size), rhs)

@@ -143,6 +143,12 @@ def test_finds_the_planted_genes_and_predicts(seed):
     assert table["feature"].iloc[:2].tolist() == ["x7", "x3"] or \
         table["feature"].iloc[:2].tolist() == ["x3", "x7"]
     assert table["pip"].is_monotonic_decreasing
+    assert table["log_bf"].is_monotonic_decreasing
+    assert np.all(table["p_sign"].iloc[:2] > 0.99)
+    assert np.all((table["p_sign"] >= 0.5) & (table["p_sign"] <= 1))
+    fixed = SpikeSlabClassifier(prior_inclusion=0.1).fit(X, y).ranked_features()
+    logit = lambda q: np.log(q) - np.log1p(-q)  # noqa: E731
+    np.testing.assert_allclose(fixed["log_bf"], logit(fixed["pip"]) - logit(0.1), rtol=1e-10)
     assert set(clf.hyper_results_["expected_genes"]) == {1, 2, 5, 10, 20}
     np.testing.assert_allclose(clf.hyper_results_["weight"].sum(), 1.0)
     assert clf.n_iter_ >= 1
@@ -281,3 +287,27 @@ def test_dask_input_is_gathered(seed):
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         check(estimator)
+
+
+def test_a_sparse_prior_is_reached_by_continuation():
+    """A very sparse prior on genes of low rank converges.
+
+    EP from a cold start cycles there (5 factors, p0 = 1 / p); the estimator reaches p0 from a
+    denser prior's fit.
+    """
+    from ardselect._spikeslab_ep import run_spikeslab_ep
+
+    rng = np.random.default_rng(9)
+    n, p = 60, 1000
+    X = rng.normal(size=(n, 5)) @ rng.normal(size=(5, p)) + 0.7 * rng.normal(size=(n, p))
+    Z = (X - X.mean(axis=0)) / X.std(axis=0)
+    t = np.where(2.0 * Z[:, 0] - 2.0 * Z[:, 1] + rng.normal(size=n) > 0, 1.0, -1.0)
+    cold = run_spikeslab_ep(t[:, None] * Z, prior_inclusion=1 / p, slab_variance=1.0,
+                            intercept=t, intercept_alpha=0.01, max_iter=300)
+    assert not cold.converged  # why the continuation exists
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = SpikeSlabClassifier(prior_inclusion=1 / p).fit(X, t)
+    assert clf.hyper_results_["converged"].all()
+    assert np.isfinite(clf.log_evidence_[0])
+    assert np.mean(clf.predict(X) == t) > 0.8
