@@ -131,14 +131,18 @@ def prior_site_moments(r_c, h_c, p0, v_s):
     return log_odds, log_bf, pi * slab_mean, var, slab_mean, slab_var
 
 
-def _log_z_prior(r_c, h_c, p0, v_s):
-    """``log Z_j`` of every gene site (normalised cavity times the prior density)."""
-    # log N(m_c; 0, v_c) in natural form: 0.5 log(r_c / 2 pi) - 0.5 h_c^2 / r_c.
-    log_spike = 0.5 * (np.log(r_c) - _LOG_2PI) - 0.5 * h_c * h_c / r_c
+def _log_z_prior_over_cavity(r_c, h_c, p0, v_s):
+    """``log Z_j + Phi_1(cavity_j)`` of every gene site, without its ``0.5 log 2 pi``.
+
+    ``log Z_j = log N(m_c; 0, v_c) + log(1 - p0) + log(1 + exp(log_odds))`` and the first term is
+    ``0.5 log(r_c / 2 pi) - 0.5 h_c^2 / r_c``, which cancels against the cavity's log-normaliser
+    ``Phi_1 = 0.5 h_c^2 / r_c - 0.5 log r_c`` up to ``-0.5 log 2 pi``: no ``1 / r_c`` is formed,
+    so a gene no sample informs (``r_c = 0``) gives a finite term.
+    """
     log_odds, log_bf, *_ = prior_site_moments(r_c, h_c, p0, v_s)
     if p0 >= 1.0:
-        return log_spike + log_bf
-    return log_spike + math.log1p(-p0) + np.logaddexp(0.0, log_odds)
+        return -0.5 * _LOG_2PI + log_bf
+    return -0.5 * _LOG_2PI + math.log1p(-p0) + np.logaddexp(0.0, log_odds)
 
 
 @dataclass
@@ -276,8 +280,7 @@ def log_evidence(post, tau, nu, lam, eta, f_mean, f_var, mean, var, p0, v_s):
     # Gene sites.
     mw, vw = mean[:p], var[:p]
     r_c, h_c = _gene_cavities(mw, vw, lam, eta)
-    gene = np.sum(_log_z_prior(r_c, h_c, p0, v_s) + _log_phi_1(r_c, h_c)
-                  - _log_phi_1(1.0 / vw, mw / vw))
+    gene = np.sum(_log_z_prior_over_cavity(r_c, h_c, p0, v_s) - _log_phi_1(1.0 / vw, mw / vw))
     # The Gaussian q against the intercept prior (whose log-determinant cancels against its own
     # normaliser): 0.5 m^T Q m + 0.5 p log 2 pi - 0.5 sum log lam - 0.5 log|B|, with
     # Q m = (eta, 0) + A^T nu, Q the posterior precision.

@@ -95,3 +95,18 @@ def test_inclusion_one_is_run_ep(seed, n, p):
     np.testing.assert_allclose(fit.var, ref.post.var(), rtol=1e-7)
     np.testing.assert_allclose(fit.tau, ref.tau, rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(fit.log_evidence, ref.log_evidence, rtol=1e-9)
+
+
+def test_a_gene_no_sample_informs_changes_nothing(seed):
+    """A column of zeros: its cavity is flat (r_c = 0), its site the prior, its evidence term 0."""
+    rng = np.random.default_rng(seed)
+    Z, _ = standardised(rng, 30, 6)
+    t = labels(rng, Z, np.r_[1.0, 0.0, -1.0, np.zeros(3)])
+    kw = {"prior_inclusion": 0.2, "slab_variance": 1.0, "intercept": t, "intercept_alpha": 0.5,
+          "tol": 1e-10}
+    base = run_spikeslab_ep(t[:, None] * Z, **kw)
+    extra = run_spikeslab_ep(np.column_stack([t[:, None] * Z, np.zeros(30)]), **kw)
+    assert np.isfinite(extra.log_evidence)
+    np.testing.assert_allclose(extra.log_evidence, base.log_evidence, rtol=1e-9)
+    np.testing.assert_allclose(extra.pip[:6], base.pip, atol=1e-9)
+    np.testing.assert_allclose(extra.pip[6], 0.2, rtol=1e-9)  # the prior, untouched
