@@ -24,9 +24,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import ConstantFeatureWarning, label
+from ._classifier import INTERCEPT_ALPHA
 from ._lazy import is_dask
 from ._probit import log_Phi
-from ._screen import INTERCEPT_ALPHA
 from ._spikeslab_ep import run_spikeslab_ep
 from ._validation import check_binary_labels, check_design, constant_columns
 from .exceptions import DataError, LabelError
