@@ -12,12 +12,15 @@ Five sections (``--sections``, all by default), each printing markdown tables:
     default ``SpikeSlabClassifier()``; the type-II maximum likelihood alternative (the node of
     largest EP evidence on a grid of expected genes 1-100 and slab variances 0.3, 1, 3); the same
     model told the truth (``p0 = k / 2000``, ``v_s = scale^2``); and the default ``ARDClassifier()``'s
-    ``ranked_features()["pip"]``. Credible sets: how many, their size and purity, and the fraction
-    holding a planted gene (their coverage).
+    ``ranked_features()["cv_frequency"]`` (the share of its inner cross-validation's fold models that
+    hold the gene), read as a probability. ``--no-ml-ii`` leaves the grid out (21 fits per
+    replicate: most of the section's time). Credible sets: how many, their size and purity, and the
+    fraction holding a planted gene (their coverage).
 ``bootstrap``
     On the shared two-class sets, one fit on all samples against ``--boots`` stratified bootstrap
     resamples (each preprocessed and fitted the same way): Spearman correlation of each one-fit
-    score (the spike-and-slab PIP, and the default ARDClassifier's ``pip`` and ``log_bf_marginal``)
+    score (the spike-and-slab PIP, and the default ARDClassifier's ``cv_frequency`` and
+    ``log_bf_marginal``)
     with each method's bootstrap selection frequency (spike-and-slab: PIP > 0.5; ARD: its chosen
     genes), over the genes that any score ranks in its top 50 or that some resample selects.
 ``accuracy``
@@ -36,7 +39,8 @@ Five sections (``--sections``, all by default), each printing markdown tables:
 
 Usage:
     python benchmarks/spikeslab.py [--sections calibration,evidence,bootstrap,accuracy,speed]
-        [--replicates 50] [--boots 50] [--splits 50] [--datasets golub_leukemia,...] [--jobs 2]
+        [--replicates 50] [--no-ml-ii] [--boots 50] [--splits 50] [--speed-splits 50]
+        [--datasets golub_leukemia,...] [--jobs 2]
 """
 
 from __future__ import annotations
@@ -108,7 +112,7 @@ def planted(genes, k, scale, seed, copies=0):
             return Z, t, truth
 
 
-def calibration_replicate(genes, k, scale, copies, seed):
+def calibration_replicate(genes, k, scale, copies, seed, *, ml_ii=True):
     from ardselect import ARDClassifier, SpikeSlabClassifier
 
     Z, t, truth = planted(genes, k, scale, seed, copies)
@@ -122,18 +126,19 @@ def calibration_replicate(genes, k, scale, copies, seed):
                         float(s["purity"].iloc[0]), float(s["set_pip"].iloc[0]))
                        for _, s in sets.groupby("set")]
         best = (-np.inf, None)
-        for vs in ML_SLAB:
+        for vs in ML_SLAB if ml_ii else ():
             for e in ML_GENES:
                 fit = SpikeSlabClassifier(prior_genes=(e,), slab_variance=vs).fit(Z, t)
                 if fit.hyper_results_["converged"].all() and fit.log_evidence_[0] > best[0]:
                     best = (fit.log_evidence_[0], fit.pip_[0])
-        out["ML-II"] = best[1]
+        if ml_ii:
+            out["ML-II"] = best[1]
         out["truth prior"] = SpikeSlabClassifier(prior_inclusion=k / N_GENES,
                                                  slab_variance=scale**2).fit(Z, t).pip_[0]
-        ard = ARDClassifier().fit(Z, t).ranked_features()
-        pip = np.zeros(N_GENES)
-        pip[ard["feature"].str[1:].astype(int).to_numpy()] = ard["pip"].to_numpy()
-        out["ARD-EP pip"] = pip
+        ard = ARDClassifier(random_state=seed).fit(Z, t).ranked_features()
+        freq = np.zeros(N_GENES)
+        freq[ard["feature"].str[1:].astype(int).to_numpy()] = ard["cv_frequency"].to_numpy()
+        out["ARD-EP cv_frequency"] = freq
     return out
 
 
@@ -159,11 +164,11 @@ def _setting(k, scale, copies):
     return f"k={k}, sd {scale:g}" + (f", {copies} copies each" if copies else "")
 
 
-def calibration(n_rep, jobs, which=None):
+def calibration(n_rep, jobs, which=None, *, ml_ii=True):
     from joblib import Parallel, delayed
 
     genes = golub_genes()
-    methods = ("default", "ML-II", "truth prior", "ARD-EP pip")
+    methods = ("default", *(("ML-II",) if ml_ii else ()), "truth prior", "ARD-EP cv_frequency")
     pooled = {m: ([], []) for m in methods}
     set_rows = []
     print(f"\n## Calibration on planted data ({n_rep} replicates per setting, {N_GENES} Golub genes, "
@@ -175,7 +180,7 @@ def calibration(n_rep, jobs, which=None):
         if which is not None and s not in which:
             continue
         reps = Parallel(n_jobs=jobs)(delayed(calibration_replicate)(genes, k, scale, copies,
-                                                                    1000 * s + r)
+                                                                    1000 * s + r, ml_ii=ml_ii)
                                      for r in range(n_rep))
         truth = np.concatenate([r["truth"] for r in reps])
         for m in methods:
@@ -229,7 +234,7 @@ def _fit_both(X, y, pre_kwargs):
         pre = Preprocessor(**pre_kwargs).fit(X)
         Xt = pre.transform(X)
         ss = SpikeSlabClassifier(constant_features="ignore").fit(Xt, y)
-        ard = ARDClassifier(constant_features="ignore").fit(Xt, y)
+        ard = ARDClassifier(constant_features="ignore", random_state=0).fit(Xt, y)
     return np.flatnonzero(pre.keep_), ss.pip_[0], ard.ranked_features(), ard.get_support()
 
 
@@ -251,11 +256,11 @@ def bootstrap_agreement(names, n_boots, jobs, seed=0):
         X, y, _ = load(name)
         p = X.shape[1]
         cols, pip, table, _ = _fit_both(X, y, DATASETS[name])
-        scores = {"spike-slab PIP": np.zeros(p), "ARD-EP pip": np.zeros(p),
+        scores = {"spike-slab PIP": np.zeros(p), "ARD-EP cv_frequency": np.zeros(p),
                   "ARD-EP log_bf_marginal": np.full(p, -np.inf)}
         scores["spike-slab PIP"][cols] = pip
         where = cols[table["feature"].str[1:].astype(int).to_numpy()]
-        scores["ARD-EP pip"][where] = table["pip"].to_numpy()
+        scores["ARD-EP cv_frequency"][where] = np.nan_to_num(table["cv_frequency"].to_numpy())
         scores["ARD-EP log_bf_marginal"][where] = np.nan_to_num(
             table["log_bf_marginal"].to_numpy(), nan=-np.inf)
         boots = Parallel(n_jobs=jobs)(delayed(_boot)(X, y, DATASETS[name], idx)
@@ -354,7 +359,7 @@ def speed(n_splits, seed=0):
     for tr, _ in partitions(y, n_splits=n_splits, train_size=2 / 3, random_state=seed):
         Xt = Preprocessor(**DATASETS["golub_leukemia"]).fit(X[tr]).transform(X[tr])
         for name, est in (("spike-slab", SpikeSlabClassifier(constant_features="ignore")),
-                          ("ARD-EP", ARDClassifier(constant_features="ignore"))):
+                          ("ARD-EP", ARDClassifier(constant_features="ignore", random_state=seed))):
             with warnings.catch_warnings():
                 _quiet()
                 t0, c0 = time.perf_counter(), time.process_time()
@@ -363,13 +368,13 @@ def speed(n_splits, seed=0):
                 cpu[name].append(time.process_time() - c0)
     print(f"\n## Speed (Golub, training part of {n_splits} partitions: {len(tr)} x {Xt.shape[1]} "
           "genes after preprocessing; one BLAS thread)\n")
-    print("| method | median fit s (wall) | largest (wall) | partitions in <= 1 s (wall) | median "
-          "CPU s | largest CPU s |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| method | median fit s (wall) | largest (wall) | median CPU s | largest CPU s | "
+          "partitions <= 1 s (wall) | partitions <= 1 s (CPU) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, t in times.items():
         t, c = np.array(t), np.array(cpu[name])
-        print(f"| {name} | {np.median(t):.2f} | {t.max():.2f} | {int((t <= 1.0).sum())}/{t.size} | "
-              f"{np.median(c):.2f} | {c.max():.2f} |")
+        print(f"| {name} | {np.median(t):.2f} | {t.max():.2f} | {np.median(c):.2f} | {c.max():.2f} "
+              f"| {int((t <= 1.0).sum())}/{t.size} | {int((c <= 1.0).sum())}/{c.size} |")
     print(f"(load average during the runs: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
           "CPU time is what one free core would take)")
 
@@ -378,10 +383,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sections", default="calibration,evidence,bootstrap,accuracy,speed")
     ap.add_argument("--replicates", type=int, default=50)
+    ap.add_argument("--no-ml-ii", action="store_true",
+                    help="calibration without the type-II maximum likelihood grid")
     ap.add_argument("--settings", default=None,
                     help="planted settings to run, as indices into SETTINGS (default: all)")
     ap.add_argument("--boots", type=int, default=50)
     ap.add_argument("--splits", type=int, default=50)
+    ap.add_argument("--speed-splits", type=int, default=None,
+                    help="Golub partitions timed by the speed section (default: --splits)")
     ap.add_argument("--datasets", default=None,
                     help="data sets of the accuracy section (default: all of accuracy.py's) or of "
                     "the bootstrap section (default: the two-class ones)")
@@ -395,7 +404,7 @@ def main(argv=None):
     t0 = time.perf_counter()
     if "calibration" in sections:
         which = None if args.settings is None else {int(s) for s in args.settings.split(",")}
-        calibration(args.replicates, args.jobs, which)
+        calibration(args.replicates, args.jobs, which, ml_ii=not args.no_ml_ii)
     if "evidence" in sections:
         evidence_surface()
     if "bootstrap" in sections:
@@ -403,7 +412,7 @@ def main(argv=None):
     if "accuracy" in sections:
         accuracy_tables(chosen or list(DATASETS), args.splits, args.jobs)
     if "speed" in sections:
-        speed(args.splits)
+        speed(args.speed_splits or args.splits)
     print(f"\nwall: {time.perf_counter() - t0:.0f} s on {args.jobs} worker(s)")
 
 
