@@ -5,7 +5,8 @@ Propagation along a sequential add / delete / re-estimate path; the number of ge
 inner cross-validation along the path (or by the paper's criteria: the EP leave-one-out error, the
 leave-one-out error probability or the EP evidence). Around it: the RVM family
 (type-II ML regression, Laplace classification, variational and Gibbs-sampled variants) and kernel
-bases that pick relevance vectors, and MCMC diagnostics. Modules: :mod:`~ardselect.get` (results
+bases that pick relevance vectors, MCMC diagnostics, and :class:`SpikeSlabClassifier` (spike-and-slab
+priors by EP: per-gene posterior inclusion probabilities and credible sets). Modules: :mod:`~ardselect.get` (results
 stored in AnnData), :mod:`~ardselect.io` (readers and writers), :mod:`~ardselect.preprocessing`,
 :mod:`~ardselect.model` (portable models), :mod:`~ardselect.pl` (figures; needs matplotlib),
 :mod:`~ardselect.model_selection` and :mod:`~ardselect.datasets`.
@@ -33,6 +34,7 @@ _LAZY = {
     "VariationalRVMRegressor": "._variational",
     "VariationalRVMClassifier": "._variational",
     "GibbsRVMClassifier": "._gibbs",
+    "SpikeSlabClassifier": "._spikeslab",
     "split_rhat": "._mcmc",
     "effective_sample_size": "._mcmc",
     "rank_genes": "._anndata",

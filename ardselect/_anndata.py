@@ -70,6 +70,35 @@ _RANKED_COLUMNS = (
 )
 #: Per-gene certainty columns of the ranked table, also written to ``var`` (and ``varm``).
 _CERTAINTY = ("log_bf", "p_sign", "log_bf_marginal", "cv_frequency", "t_stat")
+#: The ranked table of ``model="spike-slab"`` (:class:`~ardselect.SpikeSlabClassifier`).
+_SPIKESLAB_COLUMNS = (
+    "class",
+    "rank",
+    "gene",
+    "description",
+    "selected",
+    "pip",
+    "credible_set",
+    "set_pip",
+    "log_bf",
+    "mean",
+    "sd",
+    "z",
+    "p_sign",
+    "t_stat",
+    "log2_fc",
+    "direction",
+    "note",
+)
+#: Its per-gene certainty columns, written to ``var`` (and ``varm``) as floats.
+_SPIKESLAB_CERTAINTY = ("pip", "set_pip", "log_bf", "p_sign", "t_stat")
+#: Columns of its credible-set table (``SpikeSlabClassifier.credible_sets_`` with gene names).
+_CREDIBLE_COLUMNS = ("class", "set", "gene", "description", "pip", "set_pip", "size", "purity")
+#: Columns of its hyperprior table (``SpikeSlabClassifier.hyper_results_``).
+_HYPER_COLUMNS = ("class", "expected_genes", "prior_inclusion", "log_evidence", "weight",
+                  "converged", "n_iter")
+#: The models :func:`rank_genes` fits.
+MODELS = ("ard", "spike-slab")
 #: The note of a selected gene whose weight has the opposite sign of its class difference.
 OPPOSITE_NOTE = "weight opposite to the class difference (conditional on the other genes)"
 #: Columns of the frontier table (``ARDClassifier.cv_results_`` with the class labels).
@@ -103,8 +132,11 @@ class RankResult:
     log2_fc: dict  # class label -> (n_genes,) log2 fold change against the rest (scanpy's)
     preprocessor: Preprocessor
     estimator: object
-    model: PortableModel
+    model: PortableModel | None  # None for the spike-and-slab model (no portable form)
     dropped: np.ndarray  # names of the constant genes dropped
+    kind: str = "ard"  # one of MODELS
+    credible: pd.DataFrame | None = None  # _CREDIBLE_COLUMNS (spike-slab only)
+    hyper: pd.DataFrame | None = None  # _HYPER_COLUMNS (spike-slab only)
 
 
 @contextlib.contextmanager
@@ -171,13 +203,18 @@ def _rank_core(
     sample_names=None,
     log1p_base: float | None = None,
     groups=None,
+    model: str = "ard",
 ) -> RankResult:
-    """Preprocess, fit the ARD classifier and tabulate its results (arrays in, tables out).
+    """Preprocess, fit the classifier and tabulate its results (arrays in, tables out).
 
     ``sample_names`` (one per row of ``X``) name the samples in messages about bad values;
     ``groups`` (one per row, optional) are held out whole by the inner cross-validation.
+    ``model`` is ``"ard"`` (:class:`~ardselect.ARDClassifier`) or ``"spike-slab"``
+    (:class:`~ardselect.SpikeSlabClassifier`).
     """
+    from ._certainty import class_contrast
     from ._classifier import ARDClassifier
+    from ._spikeslab import SpikeSlabClassifier
 
     labels = pd.Series(labels)
     if labels.shape[0] == 0 or X.shape[0] == 0:
@@ -224,13 +261,20 @@ def _rank_core(
     kept = np.flatnonzero(pre.keep_)
     kept_names = gene_names[kept]
 
-    if max_steps is not None:
-        params["max_steps"] = int(max_steps)
-    est = ARDClassifier(criterion=criterion, **params)
+    spikeslab = model == "spike-slab"
+    if spikeslab:
+        est = SpikeSlabClassifier(**params)
+    else:
+        if max_steps is not None:
+            params["max_steps"] = int(max_steps)
+        est = ARDClassifier(criterion=criterion, **params)
     code_to_label = {str(i): str(c) for i, c in enumerate(classes)}
     with _relabel_progress(code_to_label), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        est.fit(Z, codes, groups=groups)
+        if spikeslab:
+            est.fit(Z, codes)
+        else:
+            est.fit(Z, codes, groups=groups)
     for w in caught:
         # The estimator names classes by their integer codes ("class 9"); name them by their
         # labels. Only "class <code>" is rewritten, so other numbers (max_steps=2000) stay.
@@ -250,18 +294,44 @@ def _rank_core(
     column = {str(n): i for i, n in enumerate(est_names)}
 
     ranked = est.ranked_features().copy()
+    if spikeslab:
+        # Welch's t of each gene, the problem's class against the rest, as ARD's table has it.
+        t_stat = {c: class_contrast(Z, codes == int(c)) for c in dict.fromkeys(ranked["class"])}
+        ranked["t_stat"] = np.concatenate([
+            t_stat[c][[column[str(f)] for f in block["feature"]]]
+            for c, block in ranked.groupby("class", sort=False)])
     ranked["class"] = [label_of[c] for c in ranked["class"]]
     cols = np.array([column[str(f)] for f in ranked["feature"]])
     ranked["gene"] = kept_names[cols]
     ranked["description"] = descriptions[kept[cols]]
-    if "relevance" not in ranked.columns:
+    if not spikeslab and "relevance" not in ranked.columns:
         ranked["relevance"] = np.where(ranked["selected"], 1.0 / ranked["alpha"], 0.0)
-    ranked["entered_step"] = ranked["entered_step"].astype("Int64")
+    if not spikeslab:
+        ranked["entered_step"] = ranked["entered_step"].astype("Int64")
     dropped = gene_names[~pre.keep_]
     if dropped.size:
         extra = []
         for cls, block in ranked.groupby("class", sort=False):
             n = len(block)
+            if spikeslab:
+                # Dropped before the fit (constant): out of the model, no evidence either way.
+                extra.append(pd.DataFrame({
+                    "class": cls,
+                    "rank": np.arange(n + 1, n + 1 + dropped.size),
+                    "gene": dropped,
+                    "description": descriptions[~pre.keep_],
+                    "selected": False,
+                    "pip": 0.0,
+                    "credible_set": pd.array([pd.NA] * dropped.size, dtype="Int64"),
+                    "set_pip": np.nan,
+                    "log_bf": np.nan,
+                    "mean": 0.0,
+                    "sd": 0.0,
+                    "z": np.nan,
+                    "p_sign": np.nan,
+                    "t_stat": np.nan,
+                }))
+                continue
             extra.append(
                 pd.DataFrame(
                     {
@@ -293,9 +363,29 @@ def _rank_core(
         ranked = pd.concat(parts, ignore_index=True)
     lfc = _log_fold_changes(X, labels, pre, log1p_base=log1p_base)
     ranked = _with_directions(ranked, lfc, gene_names, classes, positive)
-    ranked = ranked[list(_RANKED_COLUMNS)].reset_index(drop=True)
+    ranked = ranked[list(_SPIKESLAB_COLUMNS if spikeslab else _RANKED_COLUMNS)]
+    ranked = ranked.reset_index(drop=True)
     ranked["rank"] = ranked["rank"].astype(np.int64)
     ranked["selected"] = ranked["selected"].astype(bool)
+    if spikeslab:
+        ranked["credible_set"] = ranked["credible_set"].astype("Int64")
+        credible = est.credible_sets_.copy()
+        credible["class"] = [label_of[c] for c in credible["class"]]
+        idx = np.array([column[str(f)] for f in credible["feature"]], dtype=np.intp)
+        credible["gene"] = kept_names[idx]
+        credible["description"] = descriptions[kept[idx]]
+        credible = credible[list(_CREDIBLE_COLUMNS)].reset_index(drop=True)
+        credible["set"] = credible["set"].astype(np.int64)
+        credible["size"] = credible["size"].astype(np.int64)
+        hyper = est.hyper_results_.copy()
+        hyper["class"] = [label_of[c] for c in hyper["class"]]
+        hyper = hyper[list(_HYPER_COLUMNS)].reset_index(drop=True)
+        return RankResult(
+            classes=est_classes, positive=positive, ranked=ranked,
+            path=pd.DataFrame(columns=list(_PATH_COLUMNS)),
+            frontier=pd.DataFrame(columns=list(_FRONTIER_COLUMNS)), chosen_step={},
+            log2_fc=lfc, preprocessor=pre, estimator=est, model=None, dropped=dropped,
+            kind="spike-slab", credible=credible, hyper=hyper)
 
     path = est.path_.rename(columns={"n_basis": "n_features"})  # genes: the basis is features
     path["class"] = [label_of[c] for c in path["class"]]
@@ -384,21 +474,35 @@ def _uns_value(value):
     return str(value)
 
 
-def _check_rank_options(estimator_params, key_added, max_steps):
+def _check_rank_options(estimator_params, key_added, max_steps, model="ard", criterion="cv"):
     """One clear error for options that would otherwise fail deep inside, or write a wrong key."""
     from ._classifier import ARDClassifier
+    from ._spikeslab import SpikeSlabClassifier
 
+    if not isinstance(model, str) or model not in MODELS:
+        msg = f"model must be one of {', '.join(map(repr, MODELS))}; got {model!r}"
+        raise ValueError(msg)
+    cls = SpikeSlabClassifier if model == "spike-slab" else ARDClassifier
     if estimator_params is not None and not isinstance(estimator_params, Mapping):
-        msg = ("estimator_params must be a dict of ARDClassifier parameters, not "
+        msg = (f"estimator_params must be a dict of {cls.__name__} parameters, not "
                f"{type(estimator_params).__name__}")
         raise TypeError(msg)
     given = set(estimator_params or {})
-    valid = set(ARDClassifier().get_params())
+    valid = set(cls().get_params())
     unknown = sorted(given - valid)
     if unknown:
-        msg = (f"estimator_params has unknown ARDClassifier parameter(s) {unknown}; valid: "
+        msg = (f"estimator_params has unknown {cls.__name__} parameter(s) {unknown}; valid: "
                f"{', '.join(sorted(valid))}")
         raise ValueError(msg)
+    if model == "spike-slab":
+        # The spike-and-slab model has no path: it averages over every model instead of choosing.
+        if criterion != "cv":
+            msg = (f"criterion={criterion!r} does not apply to model='spike-slab' (it averages "
+                   "over models instead of choosing one on a path)")
+            raise ValueError(msg)
+        if max_steps is not None:
+            msg = "max_steps does not apply to model='spike-slab' (it has no path)"
+            raise ValueError(msg)
     if "criterion" in given:
         msg = "give criterion as rank_genes' own argument, not in estimator_params"
         raise ValueError(msg)
@@ -430,6 +534,7 @@ def rank_genes(
     estimator_params: Mapping | None = None,
     key_added: str = "ardselect",
     copy: bool = False,
+    model: str = "ard",
 ):
     """Select and rank the genes that predict ``adata.obs[groupby]`` with an ARD probit classifier.
 
@@ -484,6 +589,13 @@ def rank_genes(
         Prefix of the ``var`` columns and key in ``uns``.
     copy : bool, default=False
         Work on and return a copy instead of writing into ``adata``.
+    model : {"ard", "spike-slab"}, default="ard"
+        ``"spike-slab"`` fits :class:`~ardselect.SpikeSlabClassifier` instead: every gene gets a
+        posterior inclusion probability (PIP), the probability under the model that it belongs in
+        it, averaged over every other gene being in or out; ``selected`` is PIP above 0.5 (its
+        ``threshold``). ``criterion`` and ``max_steps`` do not apply to it (an error if given);
+        ``estimator_params`` are :class:`~ardselect.SpikeSlabClassifier` parameters. See the
+        record it writes below.
 
     Returns
     -------
@@ -530,6 +642,21 @@ def rank_genes(
           model (the first class's weights negated); ``positive`` with more classes gives that
           class's list only.
 
+        With ``model="spike-slab"`` the record differs: the ranked table
+        (:func:`ardselect.get.ranked_genes_df`) has columns ``class``, ``rank`` (by decreasing
+        PIP), ``gene``, ``description``, ``selected``, ``pip``, ``credible_set`` (the id, 1, 2, ...
+        per class, of the gene's credible set; ``<NA>`` if none), ``set_pip`` (that set's sum of
+        PIPs), ``log_bf`` (posterior minus prior log odds of inclusion), ``mean``, ``sd``, ``z``,
+        ``p_sign``, ``t_stat``, ``log2_fc``, ``direction`` and ``note``; ``var`` gets ``rank``,
+        ``selected``, ``weight``, ``weight_sd``, ``pip``, ``set_pip``, ``log_bf``, ``p_sign``,
+        ``t_stat`` (float64) and ``credible_set`` (int64, 0 for a gene in no set), each prefixed by
+        ``key`` (and in ``varm`` with more than two classes); ``uns[key]`` holds ``model``
+        (``"spike-slab"``), ``threshold``, ``coverage``, ``ranked``, ``credible_sets``
+        (:func:`ardselect.get.credible_sets_df`) and ``hyper`` (the hyperprior's nodes and their
+        weights), but no path, frontier, chosen step or portable model. A credible set gathers
+        correlated genes the data cannot tell apart whose PIPs add up to at least ``coverage``
+        (0.95): the model probably holds one of them, though not which.
+
     Raises
     ------
     LabelError
@@ -563,7 +690,7 @@ def rank_genes(
     if not isinstance(adata, ad.AnnData):
         msg = f"adata must be an AnnData object, not {type(adata).__name__}"
         raise TypeError(msg)
-    _check_rank_options(estimator_params, key_added, max_steps)
+    _check_rank_options(estimator_params, key_added, max_steps, model, criterion)
     params = {
         "groupby": groupby,
         "positive": positive,
@@ -582,6 +709,8 @@ def rank_genes(
         "key_added": key_added,
         "version": __version__,
     }
+    if model != "ard":
+        params["model"] = model
     if copy:
         adata = adata.copy()
     if groupby not in adata.obs.columns:
@@ -596,8 +725,10 @@ def rank_genes(
             avail = ", ".join(map(str, adata.obs.columns)) or "none"
             msg = f"groups {groups!r} is not an obs column; available: {avail}"
             raise LabelError(msg)
-        if criterion != "cv":
-            msg = f"groups are used by criterion='cv' only; got criterion={criterion!r}"
+        if criterion != "cv" or model == "spike-slab":
+            what = f"model={model!r}" if model == "spike-slab" else f"criterion={criterion!r}"
+            msg = (f"groups are used by the inner cross-validation of criterion='cv' only; got "
+                   f"{what}")
             raise ValueError(msg)
     if layer is not None:
         if layer not in adata.layers:
@@ -643,6 +774,7 @@ def rank_genes(
         sample_names=adata.obs_names,
         log1p_base=_log1p_base(adata),
         groups=None if groups is None else adata.obs[groups].to_numpy(),
+        model=model,
     )
     _write_results(adata, result, key_added, params, symbol_key=skey)
     record = _scanpy_record(result, adata.var_names, result.log2_fc)
@@ -829,7 +961,10 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
     weight = np.zeros((n_vars, len(problems)))
     sd = np.zeros((n_vars, len(problems)))
     selected = np.zeros((n_vars, len(problems)), dtype=bool)
-    certainty = {c: np.full((n_vars, len(problems)), np.nan) for c in _CERTAINTY}
+    spikeslab = result.kind == "spike-slab"
+    columns = _SPIKESLAB_CERTAINTY if spikeslab else _CERTAINTY
+    certainty = {c: np.full((n_vars, len(problems)), np.nan) for c in columns}
+    credible_set = np.zeros((n_vars, len(problems)), dtype=np.int64)  # 0: in no set
     for k, cls in enumerate(problems):
         block = ranked[ranked["class"] == cls]
         pos = genes.get_indexer(block["gene"])
@@ -837,24 +972,33 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
         weight[pos, k] = block["mean"].to_numpy()
         sd[pos, k] = block["sd"].to_numpy()
         selected[pos, k] = block["selected"].to_numpy()
-        for c in _CERTAINTY:
+        for c in columns:
             certainty[c][pos, k] = block[c].to_numpy(dtype=np.float64)
+        if spikeslab:
+            credible_set[pos, k] = block["credible_set"].fillna(0).to_numpy(dtype=np.int64)
     best = np.argmin(rank, axis=1)  # first class on ties
     rows = np.arange(n_vars)
     adata.var[f"{key}_rank"] = rank[rows, best]
     adata.var[f"{key}_selected"] = selected.any(axis=1)
     adata.var[f"{key}_weight"] = weight[rows, best]
     adata.var[f"{key}_weight_sd"] = sd[rows, best]
-    for c in _CERTAINTY:
+    for c in columns:
         adata.var[f"{key}_{c}"] = certainty[c][rows, best]
+    if spikeslab:
+        adata.var[f"{key}_credible_set"] = credible_set[rows, best]
     if multi:
         adata.var[f"{key}_class"] = np.asarray(problems, dtype=object)[best]
         adata.varm[f"{key}_rank"] = rank
         adata.varm[f"{key}_weight"] = weight
         adata.varm[f"{key}_selected"] = selected
-        for c in _CERTAINTY:
+        for c in columns:
             adata.varm[f"{key}_{c}"] = certainty[c]
+        if spikeslab:
+            adata.varm[f"{key}_credible_set"] = credible_set
     pre = result.preprocessor
+    if spikeslab:
+        adata.uns[key] = _spikeslab_record(adata, result, problems, params, symbol_key)
+        return
     adata.uns[key] = {
         "params": _uns_value(params),
         "classes": np.asarray(result.classes, dtype=object),
@@ -880,4 +1024,30 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
             "symbol_key": "None" if symbol_key is None else str(symbol_key),
         },
         "model_json": result.model.to_json(),
+    }
+
+
+def _spikeslab_record(adata, result: RankResult, problems, params, symbol_key):
+    """``uns[key]`` of ``model="spike-slab"``: no path, frontier, chosen step or portable model."""
+    pre = result.preprocessor
+    return {
+        "params": _uns_value(params),
+        "model": "spike-slab",
+        "classes": np.asarray(result.classes, dtype=object),
+        "problems": np.asarray(problems, dtype=object),
+        "positive": "None" if result.positive is None else str(result.positive),
+        "threshold": float(result.estimator.threshold),
+        "coverage": float(result.estimator.coverage),
+        "ranked": _table_to_uns(result.ranked),
+        "credible_sets": _table_to_uns(result.credible),
+        "hyper": _table_to_uns(result.hyper),
+        "n_fit_samples": int(adata.n_obs),
+        "n_store_passes": 0,
+        "preprocessing": {
+            "log": pre.log_,
+            "description": pre.describe(),
+            "n_dropped": int(pre.n_dropped_),
+            "dropped": np.asarray(result.dropped, dtype=object),
+            "symbol_key": "None" if symbol_key is None else str(symbol_key),
+        },
     }

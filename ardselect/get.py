@@ -24,8 +24,8 @@ import pandas as pd
 from .exceptions import ArdselectError
 from .model import PortableModel
 
-__all__ = ["chosen_steps", "cv_groups_df", "frontier_df", "gene_sets", "model", "path_df",
-           "ranked_genes_df", "ranked_list"]
+__all__ = ["chosen_steps", "credible_sets_df", "cv_groups_df", "frontier_df", "gene_sets", "model",
+           "path_df", "ranked_genes_df", "ranked_list"]
 
 
 def _stored(adata, key: str) -> dict:
@@ -42,7 +42,7 @@ def _uns_to_table(stored: dict) -> pd.DataFrame:
     data = {}
     for col in columns:
         values = np.asarray(stored[col])
-        if col in ("entered_step",):
+        if col in ("entered_step", "credible_set"):
             data[col] = pd.array(np.where(values < 0, -1, values), dtype="Int64")
             data[col][values < 0] = pd.NA
         elif values.dtype.kind in "OSU":
@@ -102,6 +102,28 @@ def ranked_genes_df(
     return df.reset_index(drop=True)
 
 
+def _is_spikeslab(stored: dict) -> bool:
+    return str(stored.get("model", "ard")) == "spike-slab"
+
+
+def credible_sets_df(adata, key: str = "ardselect") -> pd.DataFrame:
+    """The credible sets stored by :func:`ardselect.rank_genes` with ``model="spike-slab"``.
+
+    One row per gene of a set: ``class``, ``set`` (1, 2, ... per class: the ``credible_set`` of
+    :func:`ranked_genes_df`), ``gene``, ``description``, ``pip``, ``set_pip`` (the sum of the set's
+    PIPs, at least the coverage, 0.95 by default), ``size`` and ``purity`` (the smallest absolute
+    correlation between two of its genes). A set gathers genes the data cannot tell apart; the
+    model is likely to hold one of them, though not which. See
+    :attr:`ardselect.SpikeSlabClassifier.credible_sets_`.
+    """
+    stored = _stored(adata, key)
+    if not _is_spikeslab(stored):
+        msg = (f"uns[{key!r}] holds ARD results, which have no credible sets; rank with "
+               "model='spike-slab'")
+        raise ArdselectError(msg)
+    return _uns_to_table(stored["credible_sets"])
+
+
 def path_df(adata, key: str = "ardselect") -> pd.DataFrame:
     """The ARD path stored by :func:`ardselect.rank_genes`.
 
@@ -111,7 +133,11 @@ def path_df(adata, key: str = "ardselect") -> pd.DataFrame:
     ``log_evidence``, ``loo_error``, ``loo_prob_error``, ``chosen`` (the step the criterion
     chose).
     """
-    return _uns_to_table(_stored(adata, key)["path"])
+    stored = _stored(adata, key)
+    if _is_spikeslab(stored):
+        msg = f"uns[{key!r}] holds spike-and-slab results, which have no path"
+        raise ArdselectError(msg)
+    return _uns_to_table(stored["path"])
 
 
 def frontier_df(adata, key: str = "ardselect") -> pd.DataFrame:
@@ -209,8 +235,13 @@ def gene_sets(adata, key: str = "ardselect") -> dict[str, tuple[str, list[str]]]
             if not genes:
                 continue
             how = "higher" if way == "up" else "lower"
-            desc = (f"ardselect ARD-EP: {len(genes)} selected genes with mean {how} in "
-                    f"{label_key}={cls} than in {other} (criterion {criterion}); {naming}")
+            if _is_spikeslab(stored):
+                desc = (f"ardselect spike-and-slab: {len(genes)} genes with PIP > "
+                        f"{float(stored['threshold']):g} and mean {how} in {label_key}={cls} "
+                        f"than in {other}; {naming}")
+            else:
+                desc = (f"ardselect ARD-EP: {len(genes)} selected genes with mean {how} in "
+                        f"{label_key}={cls} than in {other} (criterion {criterion}); {naming}")
             sets[f"{cls}_{way}"] = (desc, genes)
     return sets
 
@@ -267,6 +298,9 @@ def chosen_steps(adata, key: str = "ardselect") -> dict:
     ``.``, unicode, empty) survive ``write_h5ad``.
     """
     stored = _stored(adata, key)
+    if _is_spikeslab(stored):
+        msg = f"uns[{key!r}] holds spike-and-slab results, which have no path steps"
+        raise ArdselectError(msg)
     problems = [str(p) for p in np.asarray(stored["problems"]).tolist()]
     steps = np.asarray(stored["chosen_step"]).astype(int).tolist()
     if len(steps) != len(problems):
@@ -278,6 +312,10 @@ def chosen_steps(adata, key: str = "ardselect") -> dict:
 def model(adata, key: str = "ardselect") -> PortableModel:
     """The portable model stored by :func:`ardselect.rank_genes`, ready to ``predict_proba``."""
     stored = _stored(adata, key)
+    if _is_spikeslab(stored):
+        msg = (f"uns[{key!r}] holds spike-and-slab results, which have no portable model (its "
+               "predictions need the posterior over every gene); fit SpikeSlabClassifier to predict")
+        raise ArdselectError(msg)
     if "model_json" not in stored:
         msg = f"uns[{key!r}] holds no model"
         raise ArdselectError(msg)

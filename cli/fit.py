@@ -25,6 +25,7 @@ from ._options import (
     LogOpt,
     MaxGenesOpt,
     MaxStepsOpt,
+    Model,
     Multiclass,
     MulticlassOpt,
     OverwriteOpt,
@@ -57,16 +58,50 @@ FIT_OUTPUTS = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "weights.png", 
                "model.json", "report.html")
 #: Written with ``--criterion cv`` only.
 FRONTIER_OUTPUTS = ("frontier.tsv", "frontier.png")
+#: Written with ``--model spike-slab`` (besides ``genes.rnk`` or ``rnk/``).
+SPIKESLAB_OUTPUTS = ("genes.tsv", "credible_sets.tsv", "genes.gmt")
 #: Everything ``fit`` may write in its folder (``rnk/`` with more than two classes): an existing
 #: folder holding anything else is not replaced.
 #: Written with ``--groups`` only.
 GROUP_OUTPUTS = ("groups.tsv",)
-FIT_FOLDER = (*FIT_OUTPUTS, *FRONTIER_OUTPUTS, *GROUP_OUTPUTS, "genes.rnk", "rnk", "rnk/*.rnk")
+FIT_FOLDER = (*FIT_OUTPUTS, *FRONTIER_OUTPUTS, *GROUP_OUTPUTS, "credible_sets.tsv", "genes.rnk",
+              "rnk", "rnk/*.rnk")
+#: Options of the ARD model that ``--model spike-slab`` refuses when given, and why.
+ARD_ONLY = {
+    "criterion": ("--criterion", "it averages over gene sets instead of choosing one"),
+    "max_genes": ("--max-genes", "it averages over gene sets instead of choosing one"),
+    "cv_rule": ("--cv-rule", "it runs no cross-validation"),
+    "inclusion_penalty": ("--inclusion-penalty", "its prior on the number of genes is built in"),
+    "max_steps": ("--max-steps", "it has no path"),
+    "multiclass": ("--multiclass", "it fits each class against the rest"),
+    "seed": ("--seed", "it makes no random choice"),
+    "lazy": ("--lazy", "it holds the whole matrix in memory"),
+    "max_samples": ("--max-samples", "it fits every sample"),
+    "groups": ("--groups", "it runs no cross-validation"),
+    "n_jobs": ("--n-jobs", "it runs in one process"),
+}
 
 def fit(
     ctx: typer.Context,
     data: DataArg,
     label_key: LabelKeyOpt = "label",
+    model: Annotated[
+        Model,
+        typer.Option(
+            "--model",
+            "-m",
+            help="'ard' (the default): the ARD probit path and one chosen gene set. 'spike-slab': "
+            "a spike-and-slab probit fitted by EP that averages over gene sets; genes.tsv gives "
+            "each gene's pip, the posterior probability that the gene is in the model (given the "
+            "model and its prior of 1 to 20 expected genes; not a p-value), selected = pip > "
+            "0.5, and credible_set: the id of the gene's credible set (correlated genes the data "
+            "cannot tell apart whose PIPs add up to >= 0.95; empty if none), also listed in "
+            "credible_sets.tsv. It writes no path, frontier, plots or model.json, and takes none "
+            "of the options of the ARD path (--criterion, --max-genes, --cv-rule, "
+            "--inclusion-penalty, --max-steps, --multiclass, --seed, --lazy, --max-samples).",
+            case_sensitive=False,
+        ),
+    ] = Model.ard,
     criterion: CriterionOpt = Criterion.cv,
     max_genes: MaxGenesOpt = None,
     cv_rule: CvRuleOpt = CvRule.min,
@@ -142,7 +177,8 @@ def fit(
             "sets), genes.rnk (pre-ranked list; rnk/CLASS.rnk per class), frontier.tsv and "
             "frontier.png (held-out log-loss and error against the number of genes; --criterion "
             "cv), path.tsv, path.png, weights.png, certainty.png, model.json, report.html (one "
-            "self-contained page: summary, signature table, figures, the command).",
+            "self-contained page: summary, signature table, figures, the command). With --model "
+            "spike-slab: genes.tsv, credible_sets.tsv, genes.gmt and genes.rnk (or rnk/).",
         ),
     ] = Path("results"),
     write_h5ad: Annotated[
@@ -161,10 +197,13 @@ def fit(
         typer.Option("--show", help="Genes listed in the summary (per class); 0: no gene table."),
     ] = 10,
 ):
-    """Fit ARD on DATA and write the ranked genes, gene sets, path and a portable model."""
+    """Fit ARD (or --model spike-slab) on DATA and write the ranked genes, gene sets, path and a portable model."""
     with handle_errors():
         import ardselect
 
+        spikeslab = model.value == "spike-slab"
+        if spikeslab:
+            _refuse_ard_options(ctx)
         if show < 0:
             msg = f"--show must be 0 or more, got {show}"
             raise UsageError(msg)
@@ -202,6 +241,12 @@ def fit(
         if groups is not None:
             check_label_key(adata, groups, data)
         check_positive(adata.obs[label_key], positive)
+        if spikeslab:
+            _fit_spikeslab(adata, data, label_key, positive=positive, layer=layer,
+                           use_raw=use_raw, log=log.value, pseudocount=pseudocount, floor=floor,
+                           cap=cap, standardize=standardize, symbol_key=symbol_key, out=out,
+                           write_h5ad=write_h5ad, quiet=quiet, show=show)
+            return
         y = adata.obs[label_key]
         n_classes = y.dropna().astype(str).nunique()
         n_problems = n_classes if (n_classes > 2 and positive is None) else 1
@@ -273,6 +318,102 @@ def fit(
             tx.commit()
         if not quiet:
             _fit_summary(adata, data, label_key, criterion.value, out, write_h5ad, show, groups)
+
+
+def _refuse_ard_options(ctx):
+    """A usage error (exit 2) for the first option of the ARD path given with --model spike-slab."""
+    for name, (option, why) in ARD_ONLY.items():
+        # (compared by name: typer may ship its own copy of click's ParameterSource)
+        source = ctx.get_parameter_source(name)
+        if source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):
+            msg = f"{option} does not apply to --model spike-slab ({why}); leave it out"
+            raise UsageError(msg)
+
+
+def _fit_spikeslab(adata, data, label_key, *, positive, layer, use_raw, log, pseudocount, floor,
+                   cap, standardize, symbol_key, out, write_h5ad, quiet, show):
+    """``fit --model spike-slab``: rank genes by PIP and write genes.tsv, credible_sets.tsv, .gmt, .rnk."""
+    import ardselect
+
+    if not quiet:
+        stdout_console().print(f"fitting the spike-and-slab model on {adata.n_obs} samples x "
+                               f"{adata.n_vars} genes ...")
+    ardselect.rank_genes(adata, label_key, positive=positive, layer=layer, use_raw=use_raw,
+                         log=log, pseudocount=pseudocount, floor=floor, cap=cap,
+                         standardize=standardize, symbol_key=symbol_key, model="spike-slab")
+    ranked = ardselect.get.ranked_genes_df(adata)
+    sets = ardselect.get.credible_sets_df(adata)
+    multi = ranked["class"].nunique() > 1
+    with Transaction() as tx:
+        tmp = tx.directory(out)
+        ardselect.io.write_tsv(ranked if multi else ranked.drop(columns="class"),
+                               tmp / "genes.tsv")
+        ardselect.io.write_tsv(sets if multi else sets.drop(columns="class"),
+                               tmp / "credible_sets.tsv")
+        ardselect.io.write_gmt(ardselect.get.gene_sets(adata), tmp / "genes.gmt")
+        for name, group in _rnk_files(adata):
+            ardselect.io.write_rnk(ardselect.get.ranked_list(adata, group=group), tmp / name)
+        if write_h5ad is not None:
+            adata.write_h5ad(tx.file(write_h5ad))
+        tx.commit()
+    if not quiet:
+        _spikeslab_summary(adata, data, label_key, out, write_h5ad, show)
+
+
+def _spikeslab_summary(adata, data, label_key, out, write_h5ad, show):
+    import pandas as pd
+
+    import ardselect
+
+    console = stdout_console()
+    stored = adata.uns["ardselect"]
+    classes = [str(c) for c in stored["classes"]]
+    threshold = float(stored["threshold"])
+    ranked = ardselect.get.ranked_genes_df(adata)
+    sets = ardselect.get.credible_sets_df(adata)
+    console.print(
+        f"[bold]{data.name}[/]: {adata.n_obs} samples x {adata.n_vars} genes; "
+        f"{label_key}: {class_counts(adata.obs[label_key])}"
+    )
+    console.print(f"preprocessing: {stored['preprocessing']['description']}")
+    shown = False
+    for cls in dict.fromkeys(ranked["class"]):
+        block = ranked[ranked["class"] == cls]
+        n_sel = int(block["selected"].sum())
+        n_sets = int(sets.loc[sets["class"] == cls, "set"].nunique())
+        what = f"{cls} vs rest" if len(classes) > 2 else f"{classes[1]} vs {classes[0]}"
+        console.print(f"{what}: {n_sel} gene(s) with PIP > {threshold:g}, {n_sets} credible "
+                      f"set(s); expected number of genes in the model {block['pip'].sum():.1f}")
+        rows = block.head(show)
+        if rows.empty:
+            continue
+        table = summary_table(console)
+        cut = {"overflow": "ellipsis", "max_width": 40} if console.is_terminal else {}
+        for col, kw in (("rank", {"justify": "right"}), ("gene", {}), ("description", cut),
+                        ("direction", {}), ("pip", {"justify": "right"}),
+                        ("set", {"justify": "right"}), ("weight", {"justify": "right"}),
+                        ("sd", {"justify": "right"})):
+            table.add_column(col, **kw)
+        for row in rows.itertuples():
+            cset = "" if pd.isna(row.credible_set) else str(row.credible_set)
+            direction = row.direction + (" *" if row.note else "")
+            table.add_row(str(row.rank), row.gene, row.description, direction, f"{row.pip:.3f}",
+                          cset, f"{row.mean:+.3f}", f"{row.sd:.3f}")
+        console.print(table)
+        shown = True
+    if shown:
+        console.print(
+            "pip: posterior probability that the gene is in the model, averaged over every other "
+            "gene being in or out (genes that stand in for each other share it); set: the "
+            "gene's credible set (credible_sets.tsv); direction: mean higher (up) or lower "
+            "(down) in the class than in the rest; *: the weight has the other sign; weight: "
+            "posterior mean and sd"
+        )
+    rnk = [name for name, _ in _rnk_files(adata)]
+    if len(rnk) > 1:
+        rnk = [f"rnk/ ({len(rnk)} .rnk files)"]
+    written = ", ".join(f"{out}/{name}" for name in (*SPIKESLAB_OUTPUTS, *rnk))
+    console.print(f"wrote {written}" + (f", {write_h5ad}" if write_h5ad else ""))
 
 
 def _how_chosen(frontier, cls, criterion, step):

@@ -39,7 +39,7 @@ FAST = {
 def test_every_family_member_is_walked():
     names = {cls.__name__ for cls in ESTIMATORS}
     assert names == {"ARDClassifier", "GibbsRVMClassifier", "RVMClassifier", "RVMRegressor",
-                     "VariationalRVMClassifier", "VariationalRVMRegressor"}
+                     "SpikeSlabClassifier", "VariationalRVMClassifier", "VariationalRVMRegressor"}
 
 
 @pytest.mark.parametrize("cls", [*ESTIMATORS, Preprocessor], ids=lambda c: c.__name__)
@@ -88,8 +88,13 @@ def _fit(cls, X, y, **params):
 
 
 def _linear_kernel(cls):
-    """A basis whose decision function is linear in the inputs: the features, or a linear kernel."""
-    return "linear" if cls.__name__.startswith("Variational") else "features"
+    """A basis whose decision function is linear in the inputs: the features, or a linear kernel.
+
+    Empty for an estimator without a ``kernel`` (it weighs the input features themselves).
+    """
+    if "kernel" not in cls().get_params():
+        return {}
+    return {"kernel": "linear" if cls.__name__.startswith("Variational") else "features"}
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
@@ -128,8 +133,8 @@ def test_coef_never_holds_the_intercept(cls):
     """The latent is ``basis(x) @ coef_ + intercept_``: the intercept is not a column of coef_."""
     X, y = _data(cls, seed=1)
     X = X + 3.0  # an offset the intercept has to absorb
-    est = _fit(cls, X, y, kernel=_linear_kernel(cls))
-    Phi = np.asarray(est.basis_.transform(X))
+    est = _fit(cls, X, y, **_linear_kernel(cls))
+    Phi = np.asarray(est.basis_.transform(X)) if hasattr(est, "basis_") else X
     assert est.coef_.shape[-1] == Phi.shape[1]
     latent = Phi @ np.atleast_2d(est.coef_).T + np.ravel(est.intercept_)  # (n, n_problems)
     if cls.__name__.startswith("Gibbs"):
