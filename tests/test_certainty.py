@@ -244,7 +244,7 @@ def test_marginal_bayes_factor_sees_a_redundant_copy_the_conditional_one_does_no
 
 def test_conditional_inclusion_tracks_bootstrap_selection_frequency_on_planted_genes():
     # One fit's inclusion probabilities against the selection frequency over 12 stratified
-    # bootstrap refits (benchmarks/certainty.py does this on the shared microarray sets).
+    # bootstrap refits (benchmarks/spikeslab.py does this on the shared microarray sets).
     from scipy.stats import spearmanr
 
     rng = np.random.default_rng(6)
