@@ -127,7 +127,6 @@ class RankResult:
     ranked: pd.DataFrame  # _RANKED_COLUMNS, every gene (per problem), rank order
     path: pd.DataFrame  # _PATH_COLUMNS
     frontier: pd.DataFrame  # _FRONTIER_COLUMNS (empty without criterion="cv")
-    cv_groups: pd.DataFrame  # ARDClassifier.cv_groups_ (empty without groups)
     chosen_step: dict  # problem class label -> chosen step
     log2_fc: dict  # class label -> (n_genes,) log2 fold change against the rest (scanpy's)
     preprocessor: Preprocessor
@@ -137,6 +136,7 @@ class RankResult:
     kind: str = "ard"  # one of MODELS
     credible: pd.DataFrame | None = None  # _CREDIBLE_COLUMNS (spike-slab only)
     hyper: pd.DataFrame | None = None  # _HYPER_COLUMNS (spike-slab only)
+    cv_groups: pd.DataFrame | None = None  # ARDClassifier.cv_groups_ (ARD with groups only)
 
 
 @contextlib.contextmanager
@@ -1010,7 +1010,8 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
         "ranked": _table_to_uns(ranked),
         "path": _table_to_uns(result.path),
         "frontier": _table_to_uns(result.frontier),
-        **({"cv_groups": _table_to_uns(result.cv_groups)} if len(result.cv_groups) else {}),
+        **({"cv_groups": _table_to_uns(result.cv_groups)}
+           if result.cv_groups is not None and len(result.cv_groups) else {}),
         # Samples the model was fitted on: all of them, or the stratified sketch (max_samples).
         "n_fit_samples": int(adata.n_obs if getattr(result.estimator, "sketch_", None) is None
                              else len(result.estimator.sketch_)),
