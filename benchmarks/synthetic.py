@@ -5,7 +5,12 @@ the true weights are 10 draws from N(-0.5, 1) and 190 zeros, and labels are the 
 (separable, no label noise). The basis is the features themselves. The paper shows (Fig. 3a, no table)
 that the predictive criteria beat the evidence on test error while the evidence keeps fewer features.
 
-Usage: python benchmarks/synthetic.py [--reps 50] [--jobs 2] [--seed 0]
+``--defaults`` also fits the estimator's defaults (``ARDClassifier()``: the number of genes chosen
+by inner cross-validation along the path) and L1-logistic regression with C chosen by inner
+cross-validation (``ardselect.model_selection.baselines``) on the same repetitions, with paired
+differences: how the default does where the signal is sparse.
+
+Usage: python benchmarks/synthetic.py [--reps 50] [--jobs 2] [--seed 0] [--defaults]
 """
 
 from __future__ import annotations
@@ -37,10 +42,11 @@ def draw(rng, n_train=30, n_test=5000, d=200, k=10):
     return X[:n_train], y[:n_train], X[n_train:], y[n_train:], relevant
 
 
-def one(seed):
+def one(seed, *, defaults=False):
     from sklearn.exceptions import ConvergenceWarning
 
     from ardselect import ARDClassifier
+    from ardselect.model_selection import baselines, genes_used
 
     warnings.simplefilter("ignore", ConvergenceWarning)
     rng = np.random.default_rng(seed)
@@ -57,6 +63,16 @@ def one(seed):
         out[f"{crit}_error"] = float(np.mean(m.predict(Xt) != yt))
         out[f"{crit}_features"] = int(sel.sum())
         out[f"{crit}_true"] = int(sel[relevant].sum())
+    if defaults:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for name, m in (("default", ARDClassifier()),
+                            ("L1", baselines(0)["L1-logistic"])):
+                m.fit(X, y)
+                sel = genes_used(m, X.shape[1])
+                out[f"{name}_error"] = float(np.mean(m.predict(Xt) != yt))
+                out[f"{name}_features"] = int(sel.sum())
+                out[f"{name}_true"] = int(sel[relevant].sum())
     return out
 
 
@@ -65,10 +81,12 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--defaults", action="store_true",
+                    help="also the estimator's defaults and L1-logistic, on the same repetitions")
     args = ap.parse_args(argv)
     seeds = np.random.SeedSequence(args.seed).generate_state(args.reps)
     t0 = time.perf_counter()
-    df = pd.DataFrame(Parallel(n_jobs=args.jobs)(delayed(one)(int(s)) for s in seeds))
+    df = pd.DataFrame(Parallel(n_jobs=args.jobs)(delayed(one)(int(s), defaults=args.defaults) for s in seeds))
     wall = time.perf_counter() - t0
     n = len(df)
     se = lambda v: v.std(ddof=1) / np.sqrt(n)  # noqa: E731
@@ -76,13 +94,16 @@ def main(argv=None):
           "(10 relevant)")
     print("| criterion | test error (%) | features | of them relevant |")
     print("| --- | --- | --- | --- |")
-    for crit in ("loo", "loo-prob", "evidence"):
+    rows = ("loo", "loo-prob", "evidence", *(("default", "L1") if args.defaults else ()))
+    for crit in rows:
         e = 100 * df[f"{crit}_error"]
         print(f"| {crit} | {e.mean():.2f} +- {se(e):.2f} | {df[f'{crit}_features'].mean():.1f} | "
               f"{df[f'{crit}_true'].mean():.1f} |")
-    for crit in ("loo", "loo-prob"):
-        d = 100 * (df[f"{crit}_error"] - df["evidence_error"])
-        print(f"paired difference {crit} - evidence: {d.mean():+.2f} +- {se(d):.2f} points "
+    pairs = [("loo", "evidence"), ("loo-prob", "evidence"),
+             *((("default", "L1"), ("default", "loo")) if args.defaults else ())]
+    for a, b in pairs:
+        d = 100 * (df[f"{a}_error"] - df[f"{b}_error"])
+        print(f"paired difference {a} - {b}: {d.mean():+.2f} +- {se(d):.2f} points "
               f"({int((d < 0).sum())} of {n} repetitions better, {int((d > 0).sum())} worse)")
     print(f"\nmean fit {df.seconds.mean():.3f} s; {wall:.1f} s wall on {args.jobs} worker(s)")
 
