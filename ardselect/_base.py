@@ -31,10 +31,10 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, is_regressor
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_selection import SelectorMixin
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._basis import KERNELS, LinearBasis, design_matrix, unit_rms
+from ._constraints import Interval, Options
 from ._lazy import is_dask
 from ._sequential import SequentialPath
 from ._validation import check_design, constant_columns
@@ -59,8 +59,8 @@ class ConstantFeatureWarning(UserWarning):
 def basis_constraints(kernels=KERNELS) -> dict:
     """Parameter constraints of the basis arguments every estimator of the family takes."""
     return {
-        "kernel": [StrOptions(set(kernels)), callable],
-        "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale", "auto"})],
+        "kernel": [Options(set(kernels)), callable],
+        "gamma": [Interval(Real, 0, None, closed="neither"), Options({"scale", "auto"})],
         "degree": [Interval(Integral, 1, None, closed="left")],
         "coef0": [Interval(Real, None, None, closed="neither")],
         "fit_intercept": ["boolean"],

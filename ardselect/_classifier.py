@@ -12,13 +12,12 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.base import ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import _safe_indexing
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _num_samples, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
 from ._base import ConstantFeatureWarning, _ARDPathEstimator, _Chosen, label
 from ._basis import make_basis
 from ._certainty import class_contrast, column_sd, inclusion_certainty, leave_one_out_sq
+from ._constraints import Interval, Options, SklearnConstraints, check_params
 from ._criteria import CRITERIA, check_criterion, choose_step, group_cavities
 from ._cv import NULL_SE, Calibration, cross_validate
 from ._ep import LatentPosterior
@@ -27,7 +26,7 @@ from ._parallel import one_blas_thread, run_tasks
 from ._probit import moderated_latent, probit_log_proba
 from ._problem import SIZE_GRID, PathSpec, run_binary, run_joint, signed
 from ._sequential import score_candidates
-from ._validation import check_binary_labels
+from ._validation import check_binary_labels, n_rows, take_rows
 from .exceptions import DataError, LabelError
 from .model import Posterior
 
@@ -439,28 +438,29 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         self.n_jobs = n_jobs
 
     #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
-    _parameter_constraints: dict = {
+    _constraints: dict = {
         **_ARDPathEstimator._path_constraints,
-        "criterion": [StrOptions(set(CRITERIA))],
+        "criterion": [Options(set(CRITERIA))],
         "cv": [Interval(Integral, 2, None, closed="left")],
         "cv_repeats": [Interval(Integral, 1, None, closed="left")],
-        "cv_rule": [StrOptions({"min", "1se"})],
+        "cv_rule": [Options({"min", "1se"})],
         "max_genes": [Interval(Integral, 1, None, closed="left"), None],
-        "multiclass": [StrOptions({"ovr", "shared"})],
+        "multiclass": [Options({"ovr", "shared"})],
         "variance_scale_min": [Interval(Real, 0, 1, closed="both")],
         "random_state": ["random_state"],
-        "init": [StrOptions({"auto", "relevant", "single"}), Interval(Integral, 1, None, closed="left")],
-        "max_init": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left"), None],
-        "inclusion_penalty": [Interval(Real, 0, None, closed="left"), StrOptions({"bic"})],
-        "intercept_alpha": [Interval(Real, 0, None, closed="neither"), StrOptions({"ard"})],
+        "init": [Options({"auto", "relevant", "single"}), Interval(Integral, 1, None, closed="left")],
+        "max_init": [Options({"auto"}), Interval(Integral, 1, None, closed="left"), None],
+        "inclusion_penalty": [Interval(Real, 0, None, closed="left"), Options({"bic"})],
+        "intercept_alpha": [Interval(Real, 0, None, closed="neither"), Options({"ard"})],
         "loo_prob_scale": [Interval(Real, 0, None, closed="neither")],
         "damping": [Interval(Real, 0, 1, closed="right")],
         "ep_tol": [Interval(Real, 0, None, closed="neither")],
         "ep_max_iter": [Interval(Integral, 1, None, closed="left")],
-        "constant_features": [StrOptions({"warn", "ignore", "raise"})],
+        "constant_features": [Options({"warn", "ignore", "raise"})],
         "max_samples": [Interval(Integral, 2, None, closed="left"), None],
         "n_jobs": [Integral, None],
     }
+    _parameter_constraints = SklearnConstraints()  # for scikit-learn's checks
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y):
@@ -478,7 +478,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         -------
         self : ARDClassifier
         """
-        self._validate_params()  # scikit-learn: one clear error naming the parameter and its range
+        check_params(self)  # scikit-learn: one clear error naming the parameter and its range
         if y is None:
             msg = f"{type(self).__name__} requires y to be passed, but the target y is None."
             raise LabelError(msg)
@@ -577,7 +577,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
 
     def _sketch(self, X, y):
         """Rows of the stratified sketch (``max_samples``), or everything; sets ``sketch_``."""
-        n = X.shape[0] if isinstance(X, _DaskRows) else _num_samples(X)
+        n = X.shape[0] if isinstance(X, _DaskRows) else n_rows(X)
         if self.max_samples is None or n <= self.max_samples:
             self.sketch_ = None
             return X, y
@@ -589,8 +589,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         self.sketch_ = rows
         logger.info("fitting on a stratified sketch of %d of %d samples", rows.size, n)
         if isinstance(X, _DaskRows):
-            return X.take(rows), _safe_indexing(y, rows)
-        return _safe_indexing(X, rows), _safe_indexing(y, rows)
+            return X.take(rows), take_rows(y, rows)
+        return take_rows(X, rows), take_rows(y, rows)
 
     def _tasks(self, fn, args, client):
         return run_tasks(fn, args, n_jobs=self.n_jobs, client=client)

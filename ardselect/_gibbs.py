@@ -53,12 +53,12 @@ from scipy.special import (
 )
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from ._base import basis_constraints
 from ._basis import design_matrix, make_basis
+from ._constraints import Interval, SklearnConstraints, check_params
 from ._mcmc import effective_sample_size, split_rhat
 from ._validation import check_binary_labels, check_design
 from .exceptions import DataError, LabelError
@@ -611,7 +611,7 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
         return tags
 
     #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
-    _parameter_constraints: dict = {
+    _constraints: dict = {
         **basis_constraints(),
         "n_draws": [Interval(Integral, 1, None, closed="left")],
         "n_burnin": [Interval(Integral, 0, None, closed="left")],
@@ -626,11 +626,12 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
         "alpha_init": [Interval(Real, 0, np.inf, closed="right"), "array-like"],
         "random_state": ["random_state", np.random.Generator, np.random.SeedSequence],
     }
+    _parameter_constraints = SklearnConstraints()  # for scikit-learn's checks
 
     # -- parameter checks ----------------------------------------------------------------------
     def _check_params(self):
         """Validate the parameters; return the support ``(lo, hi)`` of the precisions."""
-        self._validate_params()
+        check_params(self)
         lo = 0.0 if self.alpha_lower is None else float(self.alpha_lower)
         hi = _ALPHA_MAX_DEFAULT if self.alpha_max is None else float(self.alpha_max)
         if not hi > lo:

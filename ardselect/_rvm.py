@@ -46,11 +46,11 @@ from scipy.special import expit, log_expit
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
 from sklearn.metrics.pairwise import rbf_kernel
-from sklearn.utils._param_validation import Interval, StrOptions
 from threadpoolctl import threadpool_limits
 
 from ._base import _ARDPathEstimator, _Chosen, _PathProblem
 from ._basis import make_basis
+from ._constraints import Interval, Options, SklearnConstraints, check_params
 from ._ep import LatentPosterior
 from ._validation import check_binary_labels
 from .exceptions import DataError, LabelError
@@ -667,15 +667,16 @@ class RVMRegressor(RegressorMixin, _RVMBase):
         self.patience = patience
 
     #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
-    _parameter_constraints: dict = {
+    _constraints: dict = {
         **_RVMBase._path_constraints,
         "optimize_eta": ["boolean"],
-        "eta_init": [StrOptions({"gp", "uniform"})],
+        "eta_init": [Options({"gp", "uniform"})],
         "eta_max_iter": [Interval(Integral, 1, None, closed="left")],
         "noise_variance": [Interval(Real, 0, None, closed="neither"), None],
-        "init": [StrOptions({"auto", "single", "relevant"}),
+        "init": [Options({"auto", "single", "relevant"}),
                  Interval(Integral, 1, None, closed="left")],
     }
+    _parameter_constraints = SklearnConstraints()  # for scikit-learn's checks
 
     def fit(self, X, y):
         """Fit the RVM by the sequential marginal-likelihood algorithm.
@@ -691,7 +692,7 @@ class RVMRegressor(RegressorMixin, _RVMBase):
         -------
         self : RVMRegressor
         """
-        self._validate_params()
+        check_params(self)
         if self.optimize_eta and not (isinstance(self.kernel, str) and self.kernel == "rbf"):
             msg = f"optimize_eta=True needs kernel='rbf'; got kernel={self.kernel!r}."
             raise ValueError(msg)
@@ -993,12 +994,13 @@ class RVMClassifier(ClassifierMixin, _RVMBase):
         self.irls_max_iter = irls_max_iter
 
     #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
-    _parameter_constraints: dict = {
+    _constraints: dict = {
         **_RVMBase._path_constraints,
-        "init": [StrOptions({"single", "relevant"}), Interval(Integral, 1, None, closed="left")],
+        "init": [Options({"single", "relevant"}), Interval(Integral, 1, None, closed="left")],
         "irls_tol": [Interval(Real, 0, None, closed="neither")],
         "irls_max_iter": [Interval(Integral, 1, None, closed="left")],
     }
+    _parameter_constraints = SklearnConstraints()  # for scikit-learn's checks
 
     def fit(self, X, y):
         """Fit the Laplace RVM classifier.
@@ -1014,7 +1016,7 @@ class RVMClassifier(ClassifierMixin, _RVMBase):
         -------
         self : RVMClassifier
         """
-        self._validate_params()
+        check_params(self)
         _require_y(self, y)
         X = self._validate_x(X, reset=True)
         y = np.asarray(y)

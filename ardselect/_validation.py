@@ -230,3 +230,30 @@ def check_class_labels(labels: pd.Series) -> None:
         msg = (f"{single.size} class(es) have a single sample ({shown}); a classifier needs at "
                "least two per class: merge or drop them")
         raise LabelError(msg)
+
+
+def n_rows(X) -> int:
+    """The number of samples of an input not yet validated (array, sparse, frame or sequence)."""
+    if not hasattr(X, "shape") and not hasattr(X, "__len__") and hasattr(X, "__array__"):
+        X = np.asarray(X)
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) > 0 and isinstance(shape[0], (int, np.integer)):
+        return int(shape[0])
+    try:
+        return len(X)
+    except TypeError:
+        msg = f"Expected sequence or array-like, got {type(X)}"
+        raise TypeError(msg) from None
+
+
+def take_rows(X, rows):
+    """Rows ``rows`` of an input not yet validated, of the same kind (frame, array, list)."""
+    if X is None:
+        return None
+    if hasattr(X, "iloc"):
+        return X.iloc[rows]
+    if hasattr(X, "shape"):
+        return X[rows]
+    if not hasattr(X, "__len__") and hasattr(X, "__array__"):
+        return np.asarray(X)[rows]
+    return [X[i] for i in rows]

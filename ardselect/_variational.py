@@ -58,11 +58,11 @@ import scipy.sparse as sp
 from scipy.special import digamma, expit, gammaln
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_regressor
 from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import basis_constraints
 from ._basis import design_matrix, make_basis
+from ._constraints import Interval, SklearnConstraints, check_params
 from ._linalg import chol_logdet, chol_solve, safe_cholesky, tri_solve
 from ._validation import check_binary_labels, check_design
 from .exceptions import DataError, LabelError
@@ -698,11 +698,12 @@ class VariationalRVMRegressor(RegressorMixin, _VariationalRVMBase):
         self.prune_threshold = prune_threshold
 
     #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
-    _parameter_constraints: dict = {
+    _constraints: dict = {
         **_VariationalRVMBase._shared_constraints,
         "noise_shape": [Interval(Real, 0, None, closed="neither")],
         "noise_rate": [Interval(Real, 0, None, closed="neither")],
     }
+    _parameter_constraints = SklearnConstraints()  # for scikit-learn's checks
 
     def fit(self, X, y):
         """Fit the variational RVM.
@@ -719,7 +720,7 @@ class VariationalRVMRegressor(RegressorMixin, _VariationalRVMBase):
         self : VariationalRVMRegressor
             The fitted estimator.
         """
-        self._validate_params()
+        check_params(self)
         Xc = self._validate_x(X, reset=True)
         _require_y(self, y)
         t = _check_target(y, Xc.shape[0])
@@ -883,10 +884,11 @@ class VariationalRVMClassifier(ClassifierMixin, _VariationalRVMBase):
         self.moderated = moderated
 
     #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
-    _parameter_constraints: dict = {
+    _constraints: dict = {
         **_VariationalRVMBase._shared_constraints,
         "moderated": ["boolean"],
     }
+    _parameter_constraints = SklearnConstraints()  # for scikit-learn's checks
 
     def fit(self, X, y):
         """Fit the variational RVM classifier.
@@ -903,7 +905,7 @@ class VariationalRVMClassifier(ClassifierMixin, _VariationalRVMBase):
         self : VariationalRVMClassifier
             The fitted estimator.
         """
-        self._validate_params()
+        check_params(self)
         Xc = self._validate_x(X, reset=True)
         if Xc.shape[0] < 2:
             msg = f"{type(self).__name__} needs at least 2 samples (one per class); got 1 sample."
