@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import check_array
 
+from ._lazy import LazyDesign, column_range
 from .exceptions import DataError, LabelError
 
 __all__ = [
@@ -98,28 +99,8 @@ def check_design(X, *, estimator_name: str = "estimator", accept_sparse: bool = 
     return X
 
 
-def column_range(X) -> tuple[np.ndarray, np.ndarray]:
-    """Per-column minimum and maximum; for sparse X the implicit zeros count as values."""
-    if not sp.issparse(X):
-        X = np.asarray(X)
-        return X.min(axis=0), X.max(axis=0)
-    X = sp.csc_matrix(X)
-    n = X.shape[0]
-    nnz = np.diff(X.indptr)
-    mx = np.full(X.shape[1], -np.inf)
-    mn = np.full(X.shape[1], np.inf)
-    has = nnz > 0
-    if has.any():
-        mx[has] = np.maximum.reduceat(X.data, X.indptr[:-1][has])
-        mn[has] = np.minimum.reduceat(X.data, X.indptr[:-1][has])
-    partial = nnz < n
-    return np.where(partial, np.minimum(mn, 0.0), mn), np.where(partial, np.maximum(mx, 0.0), mx)
-
-
 def constant_columns(X) -> np.ndarray:
     """Boolean mask of the columns of X whose values are all equal (all-zero columns included)."""
-    from ._lazy import LazyDesign  # (here: _lazy imports this module)
-
     if isinstance(X, LazyDesign):  # from its moments (one pass)
         return X.constant_columns()
     if sp.issparse(X):
