@@ -42,10 +42,12 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 from scipy.optimize import minimize_scalar
 from scipy.special import log_ndtr
 
+from ._binary_fit import as_runs
 from ._ep import LatentPosterior
 from ._probit import inv_mills, moderated_latent, ovr_log_proba
 from ._problem import run_binary, run_joint, sign_in_place, size_steps
@@ -58,6 +60,7 @@ __all__ = [
     "Frontier",
     "calibrate",
     "calibrated_latent",
+    "choose_by_cv",
     "choose_size",
     "cross_validate",
     "fit_calibration",
@@ -555,3 +558,55 @@ def _choose_joint(tables, y_pooled, rule, null_se):
         if np.mean(d) > -null_se * np.std(d, ddof=1) / np.sqrt(d.size):
             best = 0
     return next(j for j, r in enumerate(tables[0][0]) if r["n_genes"] == best)
+
+
+def choose_by_cv(fits, spec, problems, y_idx, Phi_s, allowed, *, cv, cv_repeats, random_state,
+                 s_min, rule, max_genes, joint, tasks, client=None):
+    """Choose each problem's size and calibration by inner cross-validation.
+
+    Sets ``cv_step``, ``step_calibration`` and ``frequency`` on every
+    :class:`~ardselect._binary_fit.BinaryFit` of ``fits`` and returns ``(cv_results,
+    combine_temperature)``: the table of ``ARDClassifier.cv_results_`` and the temperature of
+    the one-vs-rest combination. ``tasks(fn, args)`` runs the fold refits; ``client`` is a dask
+    Client (or falsy). Fewer than 2 samples in a class: the LOO choice instead, with a warning.
+    """
+    from sklearn.model_selection import RepeatedStratifiedKFold
+    from sklearn.utils import check_random_state
+
+    n = y_idx.shape[0]
+    smallest = int(np.bincount(y_idx).min())
+    n_folds = min(int(cv), smallest)
+    if n_folds < 2:
+        warnings.warn(
+            f"criterion='cv' needs at least 2 samples of every class (the smallest class has "
+            f"{smallest}); the model is chosen by criterion='loo' instead.", UserWarning,
+            stacklevel=3)
+        for fit in fits:
+            fit.cv_step = fit.choose("loo", max_genes)
+        return pd.DataFrame(), 1.0
+    # Repeat r's held-out latents go to rows r * n ... (r + 1) * n - 1 of the pooled
+    # predictions; with one repeat, the folds are those of StratifiedKFold with this seed.
+    seed = check_random_state(random_state).randint(np.iinfo(np.int32).max)
+    splitter = RepeatedStratifiedKFold(n_splits=n_folds, n_repeats=int(cv_repeats),
+                                       random_state=seed)
+    folds = [(tr, te, f // n_folds * n)
+             for f, (tr, te) in enumerate(splitter.split(np.zeros(n), y_idx))]
+    design = client.scatter(Phi_s, broadcast=True, hash=False) if client else Phi_s
+    fronts, combine_temperature = cross_validate(
+        spec, as_runs(fits), design, y_idx, problems, allowed, folds, tasks, joint=joint,
+        s_min=s_min, rule=rule, null_se=NULL_SE, max_genes=max_genes,
+        labels=[f.positive_class for f in fits])
+    rows = []
+    for fit, front in zip(fits, fronts, strict=True):
+        recs = front.records
+        fit.step_calibration = {r["step"]: front.calibration(i) for i, r in enumerate(recs)}
+        fit.cv_step = recs[front.chosen]["step"]
+        fit.frequency = front.frequency
+        one_se = front.one_se
+        for i, r in enumerate(recs):
+            rows.append({"class": fit.positive_class, **r, "chosen": i == front.chosen,
+                         "one_se": i == one_se})
+    cols = ["class", "n_genes", "step", "cv_log_loss", "cv_log_loss_se", "cv_error",
+            "cv_error_se", "temperature", "variance_scale", "offset", "cv_log_loss_final",
+            "chosen", "one_se"]
+    return pd.DataFrame(rows, columns=cols), combine_temperature
