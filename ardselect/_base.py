@@ -67,6 +67,18 @@ def basis_constraints(kernels=KERNELS) -> dict:
     }
 
 
+def warn_path_stopped(estimator_name, what, max_steps, *, stacklevel):
+    """The one warning of a path (``what``: "path", "shared path", ...) cut at ``max_steps``.
+
+    ``stacklevel`` counts from the caller, as :func:`warnings.warn`'s does.
+    """
+    warnings.warn(
+        f"The {estimator_name} {what} stopped at max_steps={max_steps} before converging; "
+        "raise max_steps (the chosen model is still valid).",
+        ConvergenceWarning, stacklevel=stacklevel + 1,
+    )
+
+
 def label(value) -> str:
     """A class label for messages: numpy scalars shown as plain Python values."""
     return repr(value.item() if isinstance(value, np.generic) else value)
@@ -210,11 +222,7 @@ class _ARDPathEstimator(SelectorMixin, BaseEstimator):
                               ).run()
         if not path.converged:
             which = "" if problem_label is None else f" for class {label(problem_label)}"
-            warnings.warn(
-                f"The {type(self).__name__} path{which} stopped at max_steps={self.max_steps} "
-                "before converging; raise max_steps (the chosen model is still valid).",
-                ConvergenceWarning, stacklevel=3,
-            )
+            warn_path_stopped(type(self).__name__, f"path{which}", self.max_steps, stacklevel=3)
         return path
 
     # ------------------------------------------------------------------ 3. weights

@@ -8,12 +8,10 @@ on each (:meth:`BinaryFit.choose`) and rebuilds its posterior there (:meth:`Bina
 from __future__ import annotations
 
 import logging
-import warnings
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
-from ._base import label
+from ._base import label, warn_path_stopped
 from ._criteria import choose_step
 from ._problem import PathRun, run_binary, run_joint, signed
 
@@ -110,10 +108,7 @@ def fit_problems(spec, problems, classes, y_idx, Phi_s, allowed, scale, *, joint
     for k, run in zip(problems, runs, strict=True):
         if not run.converged and not (joint and k != problems[0]):
             what = "shared path" if joint else f"path for class {label(classes[k])}"
-            warnings.warn(
-                f"The {estimator_name} {what} stopped at "
-                f"max_steps={max_steps} before converging; raise max_steps (the chosen "
-                "model is still valid).", ConvergenceWarning, stacklevel=3)
+            warn_path_stopped(estimator_name, what, max_steps, stacklevel=3)
         if run.problem.n_ep_unconverged:
             logger.info("EP hit ep_max_iter at %d path steps", run.problem.n_ep_unconverged)
         fits.append(BinaryFit(classes[k], run, scale, names, icol,
