@@ -27,8 +27,8 @@ from ._rows import (
     sketch,
     stratified_sketch,  # noqa: F401 (tests and benchmarks import it from here)
 )
-from ._validation import check_binary_labels
-from .exceptions import DataError, LabelError
+from ._validation import check_binary_labels, require_y
+from .exceptions import DataError
 from .model import Posterior
 
 __all__ = ["INTERCEPT_ALPHA", "ARDClassifier", "ConstantFeatureWarning"]
@@ -344,9 +344,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         self : ARDClassifier
         """
         check_params(self)  # one clear error naming the parameter and its range
-        if y is None:
-            msg = f"{type(self).__name__} requires y to be passed, but the target y is None."
-            raise LabelError(msg)
+        require_y(self, y)
         # Validate: the rows to fit (a sketch, a dask array gathered or kept lazy), X and y.
         X, y, client = from_dask(X, y)
         X, y, self.sketch_ = sketch(X, y, self.max_samples)

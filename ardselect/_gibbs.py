@@ -67,7 +67,7 @@ from ._gibbs_sampler import (  # noqa: F401 (the tests reach the samplers throug
     sample_latent,
 )
 from ._mcmc import effective_sample_size, split_rhat
-from ._validation import check_binary_labels, check_design
+from ._validation import check_binary_labels, check_design, require_y
 from .exceptions import DataError, LabelError
 
 __all__ = ["GibbsRVMClassifier", "sample_latent"]
@@ -426,9 +426,7 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
         validate_data(
             self, X_in, reset=True, skip_check_array=True
         )  # n_features_in_, feature names
-        if y is None:
-            msg = f"{type(self).__name__} requires y to be passed, but the target y is None."
-            raise LabelError(msg)
+        require_y(self, y)
         classes, y_idx = check_binary_labels(y, X.shape[0])
         if classes.size != 2:
             shown = ", ".join(map(repr, classes[:5].tolist())) + (

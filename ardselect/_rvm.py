@@ -59,7 +59,7 @@ from ._rvm_likelihoods import (
     _optimise_noise,  # noqa: F401 (the tests import it from here)
     laplace_mode,
 )
-from ._validation import check_binary_labels
+from ._validation import check_binary_labels, require_y
 from .exceptions import DataError, LabelError
 
 __all__ = ["RVMClassifier", "RVMRegressor", "laplace_mode", "log_marginal_eta"]
@@ -91,12 +91,6 @@ class _RVMBase(_ARDPathEstimator):
                                    fit_noise=self.noise_variance is None)
         path = self._run_path(problem, init=init, max_init=self.max_init, tol=tol)
         return path, problem, scale
-
-
-def _require_y(est, y):
-    if y is None:
-        msg = f"{type(est).__name__} requires y to be passed, but the target y is None."
-        raise DataError(msg)
 
 
 def _check_target(y, n):
@@ -343,7 +337,7 @@ class RVMRegressor(RegressorMixin, _RVMBase):
         if self.optimize_eta and not (isinstance(self.kernel, str) and self.kernel == "rbf"):
             msg = f"optimize_eta=True needs kernel='rbf'; got kernel={self.kernel!r}."
             raise ValueError(msg)
-        _require_y(self, y)
+        require_y(self, y, DataError)
         X = self._validate_x(X, reset=True)
         y = _check_target(y, X.shape[0])
         basis = make_basis(self.kernel, self.gamma, self.degree, self.coef0)
@@ -664,7 +658,7 @@ class RVMClassifier(ClassifierMixin, _RVMBase):
         self : RVMClassifier
         """
         check_params(self)
-        _require_y(self, y)
+        require_y(self, y, DataError)
         X = self._validate_x(X, reset=True)
         y = np.asarray(y)
         if y.ndim == 2 and y.shape[1] == 1:

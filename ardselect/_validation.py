@@ -238,3 +238,13 @@ def take_rows(X, rows):
     if not hasattr(X, "__len__") and hasattr(X, "__array__"):
         return np.asarray(X)[rows]
     return [X[i] for i in rows]
+
+
+def require_y(estimator, y, error=LabelError) -> None:
+    """Refuse ``y=None`` in scikit-learn's words.
+
+    ``error`` is the class raised: ``LabelError`` for the classifiers, ``DataError`` for the RVMs.
+    """
+    if y is None:
+        msg = f"{type(estimator).__name__} requires y to be passed, but the target y is None."
+        raise error(msg)

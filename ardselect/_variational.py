@@ -62,7 +62,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._base import basis_constraints
 from ._basis import design_matrix, make_basis
 from ._constraints import Interval, SklearnConstraints, check_params
-from ._validation import check_binary_labels, check_design
+from ._validation import check_binary_labels, check_design, require_y
 from ._variational_engine import (  # noqa: F401 (the tests import these from here)
     _fit_variational,
     _VariationalState,
@@ -342,7 +342,7 @@ class VariationalRVMRegressor(RegressorMixin, _VariationalRVMBase):
         """
         check_params(self)
         Xc = self._validate_x(X, reset=True)
-        _require_y(self, y)
+        require_y(self, y)
         t = _check_target(y, Xc.shape[0])
         state = self._fit_design(Xc, t, self.noise_shape, self.noise_rate)
         self.noise_variance_ = 1.0 / float(state.tau_mean)
@@ -530,7 +530,7 @@ class VariationalRVMClassifier(ClassifierMixin, _VariationalRVMBase):
         if Xc.shape[0] < 2:
             msg = f"{type(self).__name__} needs at least 2 samples (one per class); got 1 sample."
             raise DataError(msg)
-        _require_y(self, y)
+        require_y(self, y)
         y = _column_to_1d(y)
         classes, y_index = check_binary_labels(y, Xc.shape[0])
         if classes.size > 2:
@@ -622,12 +622,6 @@ class VariationalRVMClassifier(ClassifierMixin, _VariationalRVMBase):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
         return tags
-
-
-def _require_y(est, y):
-    if y is None:
-        msg = f"{type(est).__name__} requires y to be passed, but the target y is None."
-        raise LabelError(msg)
 
 
 def _column_to_1d(y):
