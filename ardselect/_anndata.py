@@ -7,18 +7,25 @@ out of and writes them into an AnnData, scanpy style.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import re
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ._lazy import is_dask, reduce_rows
+from ._anndata_results import (
+    _SCANPY_PARAMS,
+    RankResult,
+    _log1p_base,
+    _log_fold_changes,
+    _scanpy_record,
+    _with_directions,
+    _write_results,
+)
+from ._lazy import is_dask
 from ._validation import (
     check_class_labels,
     check_clean_names,
@@ -68,8 +75,6 @@ _RANKED_COLUMNS = (
     "direction",
     "note",
 )
-#: Per-gene certainty columns of the ranked table, also written to ``var`` (and ``varm``).
-_CERTAINTY = ("log_bf", "p_sign", "log_bf_marginal", "cv_frequency", "t_stat")
 #: The ranked table of ``model="spike-slab"`` (:class:`~ardselect.SpikeSlabClassifier`).
 _SPIKESLAB_COLUMNS = (
     "class",
@@ -90,8 +95,6 @@ _SPIKESLAB_COLUMNS = (
     "direction",
     "note",
 )
-#: Its per-gene certainty columns, written to ``var`` (and ``varm``) as floats.
-_SPIKESLAB_CERTAINTY = ("pip", "set_pip", "log_bf", "p_sign", "t_stat")
 #: Columns of its credible-set table (``SpikeSlabClassifier.credible_sets_`` with gene names).
 _CREDIBLE_COLUMNS = ("class", "set", "gene", "description", "pip", "set_pip", "size", "purity")
 #: Columns of its hyperprior table (``SpikeSlabClassifier.hyper_results_``).
@@ -99,8 +102,6 @@ _HYPER_COLUMNS = ("class", "expected_genes", "prior_inclusion", "log_evidence", 
                   "converged", "n_iter")
 #: The models :func:`rank_genes` fits.
 MODELS = ("ard", "spike-slab")
-#: The note of a selected gene whose weight has the opposite sign of its class difference.
-OPPOSITE_NOTE = "weight opposite to the class difference (conditional on the other genes)"
 #: Columns of the frontier table (``ARDClassifier.cv_results_`` with the class labels).
 _FRONTIER_COLUMNS = ("class", "n_genes", "step", "cv_log_loss", "cv_log_loss_se", "cv_error",
                      "cv_error_se", "temperature", "variance_scale", "offset",
@@ -116,27 +117,6 @@ _PATH_COLUMNS = (
     "loo_prob_error",
     "chosen",
 )
-
-
-@dataclass
-class RankResult:
-    """What :func:`_rank_core` returns: tables with original class labels and gene names."""
-
-    classes: list  # original labels, in the estimator's class order
-    positive: object  # positive class (binary), or None
-    ranked: pd.DataFrame  # _RANKED_COLUMNS, every gene (per problem), rank order
-    path: pd.DataFrame  # _PATH_COLUMNS
-    frontier: pd.DataFrame  # _FRONTIER_COLUMNS (empty without criterion="cv")
-    chosen_step: dict  # problem class label -> chosen step
-    log2_fc: dict  # class label -> (n_genes,) log2 fold change against the rest (scanpy's)
-    preprocessor: Preprocessor
-    estimator: object
-    model: PortableModel | None  # None for the spike-and-slab model (no portable form)
-    dropped: np.ndarray  # names of the constant genes dropped
-    kind: str = "ard"  # one of MODELS
-    credible: pd.DataFrame | None = None  # _CREDIBLE_COLUMNS (spike-slab only)
-    hyper: pd.DataFrame | None = None  # _HYPER_COLUMNS (spike-slab only)
-    cv_groups: pd.DataFrame | None = None  # ARDClassifier.cv_groups_ (ARD with groups only)
 
 
 @contextlib.contextmanager
@@ -443,35 +423,6 @@ def _find_symbols(var: pd.DataFrame, symbol_key: str | None):
         if key in var.columns and not pd.api.types.is_numeric_dtype(var[key]):
             return key
     return None
-
-
-def _table_to_uns(df: pd.DataFrame) -> dict:
-    """A DataFrame as an h5ad-writable dict of columns (column order kept in ``"columns"``)."""
-    out = {"columns": np.array(list(df.columns), dtype=object)}
-    for col in df.columns:
-        s = df[col]
-        if isinstance(s.dtype, pd.Int64Dtype):
-            out[col] = s.fillna(-1).to_numpy(dtype=np.int64)  # -1 stands for <NA>
-        elif pd.api.types.is_bool_dtype(s):
-            out[col] = s.to_numpy(dtype=bool)
-        elif pd.api.types.is_numeric_dtype(s):
-            out[col] = s.to_numpy()
-        else:
-            out[col] = s.astype(str).to_numpy(dtype=object)
-    return out
-
-
-def _uns_value(value):
-    """Make a parameter value storable in ``uns`` (h5ad): None and paths become strings."""
-    if value is None:
-        return "None"
-    if isinstance(value, Mapping):
-        return {str(k): _uns_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return np.array([str(v) for v in value], dtype=object)
-    if isinstance(value, (bool, int, float, str, np.generic)):
-        return value
-    return str(value)
 
 
 def _check_rank_options(estimator_params, key_added, max_steps, model="ard", criterion="cv"):
@@ -807,248 +758,3 @@ def _notice_scaled_x(adata, X):
         stacklevel=3)
 
 
-def _with_directions(ranked, lfc, gene_names, classes, positive):
-    """The ranked table with each gene's direction in the data and a note where the model differs.
-
-    ``direction`` is ``"up"`` or ``"down"``: the sign of ``t_stat``, the class against the rest
-    (for two classes: the positive class against the other), empty when undefined. ``log2_fc`` is
-    scanpy's log2 fold change of the same contrast (NaN unless the data are on a non-negative log
-    scale). A selected gene whose weight has the other sign gets :data:`OPPOSITE_NOTE`.
-    """
-    ranked = ranked.copy()
-    column = {str(g): j for j, g in enumerate(gene_names)}
-    idx = np.array([column[str(g)] for g in ranked["gene"]])
-    fc = np.full(len(ranked), np.nan)
-    for cls in dict.fromkeys(ranked["class"]):
-        rows = (ranked["class"] == cls).to_numpy()
-        if cls in lfc:
-            fc[rows] = lfc[cls][idx[rows]]
-    ranked["log2_fc"] = fc
-    t = ranked["t_stat"].to_numpy(float)
-    ranked["direction"] = np.where(t > 0, "up", np.where(t < 0, "down", ""))
-    w = ranked["mean"].to_numpy(float)
-    opposite = ranked["selected"].to_numpy(bool) & (np.sign(w) * np.sign(t) < 0)
-    ranked["note"] = np.where(opposite, OPPOSITE_NOTE, "")
-    return ranked
-
-
-#: ``params`` entries that scanpy's readers of ``rank_genes_groups`` results look for.
-_SCANPY_PARAMS = {"reference": "rest", "method": "ardselect", "corr_method": "none"}
-
-
-def _log1p_base(adata):
-    """The log base scanpy's ``pp.log1p`` recorded (``uns['log1p']['base']``), else None (natural)."""
-    rec = adata.uns.get("log1p")
-    base = rec.get("base") if isinstance(rec, Mapping) else None
-    return None if base is None or (isinstance(base, str) and base == "None") else float(base)
-
-
-def _log_fold_changes(X, labels, pre: Preprocessor, *, log1p_base=None) -> dict:
-    """log2 fold change of expression, each class against the rest, as scanpy defines it.
-
-    scanpy's ``rank_genes_groups`` works on ``log1p`` data and reports
-    ``log2((expm1(mean_in) + 1e-9) / (expm1(mean_rest) + 1e-9))``, the means taken on the log
-    scale. We do the same on the matrix ardselect read when it took no log itself (scanpy's
-    convention: natural log unless ``uns['log1p']['base']`` says otherwise), and on
-    ``log1p`` of the input (after ``floor`` / ``cap``) when ardselect took the log (counts or
-    intensities). When that log-scale matrix has negative values (z-scores, log-ratios) the
-    formula means nothing and every fold change is NaN. A dask ``X`` is summed chunk by chunk
-    (one pass over the store).
-    """
-    uniq, codes = np.unique(labels, return_inverse=True)
-    fn = functools.partial(_class_sums, pre, codes, uniq.size)
-    sums, counts, lowest = reduce_rows(X, fn, _add_sums) if is_dask(X) else fn(X, 0)
-    base = log1p_base if pre.log_ == "none" else None
-
-    def expm1(v):
-        return np.expm1(v) if base is None else np.expm1(v * np.log(base))
-
-    total, n = sums.sum(axis=0), counts.sum()
-    out = {}
-    for k, c in enumerate(uniq):
-        if lowest < 0 or counts[k] == n:
-            out[c] = np.full(X.shape[1], np.nan)
-            continue
-        m_in = sums[k] / counts[k]
-        m_out = (total - sums[k]) / (n - counts[k])
-        out[c] = np.log2((expm1(m_in) + 1e-9) / (expm1(m_out) + 1e-9))
-    return out
-
-
-def _class_sums(pre: Preprocessor, codes, n_classes, X, start):
-    """Per-class sums of the log-scale rows ``X`` (labels ``codes[start:]``), counts, minimum."""
-    if pre.log_ == "none":
-        L = X
-    else:
-        L = pre._clip(X, pre.floor, pre.cap)
-        if sp.issparse(L):
-            L = L.astype(np.float64)
-            L.data = np.log1p(L.data)
-        else:
-            L = np.log1p(np.asarray(L, dtype=np.float64))
-    values = L.data if sp.issparse(L) else np.asarray(L)
-    lowest = float(np.min(values)) if values.size else 0.0
-    rows = codes[start:start + X.shape[0]]
-    onehot = sp.csr_matrix((np.ones(rows.size), (rows, np.arange(rows.size))),
-                           shape=(n_classes, rows.size))
-    sums = onehot @ L
-    sums = sums.toarray() if sp.issparse(sums) else np.asarray(sums)
-    return sums, np.bincount(rows, minlength=n_classes), lowest
-
-
-def _add_sums(a, b):
-    return a[0] + b[0], a[1] + b[1], min(a[2], b[2])
-
-
-def _scanpy_record(result: RankResult, var_names, lfc: Mapping) -> dict:
-    """The ``names`` / ``scores`` / ``pvals`` / ``pvals_adj`` / ``logfoldchanges`` record arrays.
-
-    One field per class (``sc.tl.rank_genes_groups`` layout, reference ``"rest"``). A class's list
-    comes from the binary problem of that class against the rest (for two classes, the negative
-    class gets the one problem with its weights negated). Genes in the chosen model come first, by
-    decreasing score ``weight / sd`` (the posterior mean of the weight over its posterior sd: up
-    markers first, then the genes whose absence marks the class); genes the model leaves out follow
-    in ardselect's rank order with score 0. There are no p-values: ``pvals`` and ``pvals_adj`` are
-    NaN.
-    """
-    ranked = result.ranked
-    problems = list(dict.fromkeys(ranked["class"]))
-    lists = {}
-    for cls in problems:
-        lists[cls] = (ranked[ranked["class"] == cls], 1.0)
-    if len(problems) == 1 and len(result.classes) == 2 and result.classes[0] != "rest":
-        other = result.classes[0] if problems[0] == result.classes[1] else result.classes[1]
-        lists = {other: (lists[problems[0]][0], -1.0), **lists}
-    var_index = pd.Index(np.asarray(var_names).astype(str))
-    groups = [str(g) for g in lists]
-    if "" in groups:
-        # A record array field cannot be named "" (numpy renames it): leave the layout out rather
-        # than write it under another class name.
-        warnings.warn(
-            "a class is named '' (empty), which cannot be a field of scanpy's rank_genes_groups "
-            "record arrays; that layout is not written (ardselect's own results are)",
-            UserWarning, stacklevel=3)
-        return None
-    n = len(ranked[ranked["class"] == problems[0]])
-    names = np.empty(n, dtype=[(g, object) for g in groups])
-    fields = {f: np.empty(n, dtype=[(g, np.float64) for g in groups])
-              for f in ("scores", "pvals", "pvals_adj", "logfoldchanges")}
-    for g, (block, sign) in lists.items():
-        sel = block["selected"].to_numpy(bool)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = np.where(sel, sign * block["mean"].to_numpy(float) / block["sd"].to_numpy(float),
-                         0.0)
-        order_sel = np.flatnonzero(sel)[np.argsort(-z[sel], kind="stable")]
-        order = np.concatenate([order_sel, np.flatnonzero(~sel)])
-        genes = block["gene"].to_numpy()[order]
-        names[str(g)] = genes.astype(str).astype(object)
-        fields["scores"][str(g)] = z[order]
-        fields["pvals"][str(g)] = np.nan
-        fields["pvals_adj"][str(g)] = np.nan
-        change = lfc.get(str(g))
-        fields["logfoldchanges"][str(g)] = (np.full(n, np.nan) if change is None
-                                            else change[var_index.get_indexer(genes)])
-    return {"names": names, **fields}
-
-
-def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_key=None):
-    ranked = result.ranked
-    genes = adata.var_names.astype(str)
-    problems = list(dict.fromkeys(ranked["class"]))
-    multi = len(problems) > 1
-    n_vars = adata.n_vars
-    rank = np.zeros((n_vars, len(problems)), dtype=np.int64)
-    weight = np.zeros((n_vars, len(problems)))
-    sd = np.zeros((n_vars, len(problems)))
-    selected = np.zeros((n_vars, len(problems)), dtype=bool)
-    spikeslab = result.kind == "spike-slab"
-    columns = _SPIKESLAB_CERTAINTY if spikeslab else _CERTAINTY
-    certainty = {c: np.full((n_vars, len(problems)), np.nan) for c in columns}
-    credible_set = np.zeros((n_vars, len(problems)), dtype=np.int64)  # 0: in no set
-    for k, cls in enumerate(problems):
-        block = ranked[ranked["class"] == cls]
-        pos = genes.get_indexer(block["gene"])
-        rank[pos, k] = block["rank"].to_numpy()
-        weight[pos, k] = block["mean"].to_numpy()
-        sd[pos, k] = block["sd"].to_numpy()
-        selected[pos, k] = block["selected"].to_numpy()
-        for c in columns:
-            certainty[c][pos, k] = block[c].to_numpy(dtype=np.float64)
-        if spikeslab:
-            credible_set[pos, k] = block["credible_set"].fillna(0).to_numpy(dtype=np.int64)
-    best = np.argmin(rank, axis=1)  # first class on ties
-    rows = np.arange(n_vars)
-    adata.var[f"{key}_rank"] = rank[rows, best]
-    adata.var[f"{key}_selected"] = selected.any(axis=1)
-    adata.var[f"{key}_weight"] = weight[rows, best]
-    adata.var[f"{key}_weight_sd"] = sd[rows, best]
-    for c in columns:
-        adata.var[f"{key}_{c}"] = certainty[c][rows, best]
-    if spikeslab:
-        adata.var[f"{key}_credible_set"] = credible_set[rows, best]
-    if multi:
-        adata.var[f"{key}_class"] = np.asarray(problems, dtype=object)[best]
-        adata.varm[f"{key}_rank"] = rank
-        adata.varm[f"{key}_weight"] = weight
-        adata.varm[f"{key}_selected"] = selected
-        for c in columns:
-            adata.varm[f"{key}_{c}"] = certainty[c]
-        if spikeslab:
-            adata.varm[f"{key}_credible_set"] = credible_set
-    pre = result.preprocessor
-    if spikeslab:
-        adata.uns[key] = _spikeslab_record(adata, result, problems, params, symbol_key)
-        return
-    adata.uns[key] = {
-        "params": _uns_value(params),
-        "classes": np.asarray(result.classes, dtype=object),
-        "problems": np.asarray(problems, dtype=object),
-        "positive": "None" if result.positive is None else str(result.positive),
-        # Per-class records are arrays aligned with "problems", never dicts keyed by class: h5ad
-        # turns a key such as "CD4+/CD25 T Reg" into nested groups.
-        "chosen_step": np.array([int(result.chosen_step[p]) for p in problems], dtype=np.int64),
-        "ranked": _table_to_uns(ranked),
-        "path": _table_to_uns(result.path),
-        "frontier": _table_to_uns(result.frontier),
-        **({"cv_groups": _table_to_uns(result.cv_groups)}
-           if result.cv_groups is not None and len(result.cv_groups) else {}),
-        # Samples the model was fitted on: all of them, or the stratified sketch (max_samples).
-        "n_fit_samples": int(adata.n_obs if getattr(result.estimator, "sketch_", None) is None
-                             else len(result.estimator.sketch_)),
-        # Passes over the chunks of a lazily read X fitted exactly (0: the fit held its rows).
-        "n_store_passes": int(getattr(result.estimator, "_n_passes", 0)),
-        "preprocessing": {
-            "log": pre.log_,
-            "description": pre.describe(),
-            "n_dropped": int(pre.n_dropped_),
-            "dropped": np.asarray(result.dropped, dtype=object),
-            "symbol_key": "None" if symbol_key is None else str(symbol_key),
-        },
-        "model_json": result.model.to_json(),
-    }
-
-
-def _spikeslab_record(adata, result: RankResult, problems, params, symbol_key):
-    """``uns[key]`` of ``model="spike-slab"``: no path, frontier, chosen step or portable model."""
-    pre = result.preprocessor
-    return {
-        "params": _uns_value(params),
-        "model": "spike-slab",
-        "classes": np.asarray(result.classes, dtype=object),
-        "problems": np.asarray(problems, dtype=object),
-        "positive": "None" if result.positive is None else str(result.positive),
-        "threshold": float(result.estimator.threshold),
-        "coverage": float(result.estimator.coverage),
-        "ranked": _table_to_uns(result.ranked),
-        "credible_sets": _table_to_uns(result.credible),
-        "hyper": _table_to_uns(result.hyper),
-        "n_fit_samples": int(adata.n_obs),
-        "n_store_passes": 0,
-        "preprocessing": {
-            "log": pre.log_,
-            "description": pre.describe(),
-            "n_dropped": int(pre.n_dropped_),
-            "dropped": np.asarray(result.dropped, dtype=object),
-            "symbol_key": "None" if symbol_key is None else str(symbol_key),
-        },
-    }

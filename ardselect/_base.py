@@ -31,10 +31,10 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, is_regressor
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_selection import SelectorMixin
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._basis import KERNELS, LinearBasis, design_matrix, unit_rms
+from ._constraints import Interval, Options
 from ._lazy import is_dask
 from ._sequential import SequentialPath
 from ._validation import check_design, constant_columns
@@ -59,12 +59,24 @@ class ConstantFeatureWarning(UserWarning):
 def basis_constraints(kernels=KERNELS) -> dict:
     """Parameter constraints of the basis arguments every estimator of the family takes."""
     return {
-        "kernel": [StrOptions(set(kernels)), callable],
-        "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale", "auto"})],
+        "kernel": [Options(set(kernels)), callable],
+        "gamma": [Interval(Real, 0, None, closed="neither"), Options({"scale", "auto"})],
         "degree": [Interval(Integral, 1, None, closed="left")],
         "coef0": [Interval(Real, None, None, closed="neither")],
         "fit_intercept": ["boolean"],
     }
+
+
+def warn_path_stopped(estimator_name, what, max_steps, *, stacklevel):
+    """The one warning of a path (``what``: "path", "shared path", ...) cut at ``max_steps``.
+
+    ``stacklevel`` counts from the caller, as :func:`warnings.warn`'s does.
+    """
+    warnings.warn(
+        f"The {estimator_name} {what} stopped at max_steps={max_steps} before converging; "
+        "raise max_steps (the chosen model is still valid).",
+        ConvergenceWarning, stacklevel=stacklevel + 1,
+    )
 
 
 def label(value) -> str:
@@ -210,11 +222,7 @@ class _ARDPathEstimator(SelectorMixin, BaseEstimator):
                               ).run()
         if not path.converged:
             which = "" if problem_label is None else f" for class {label(problem_label)}"
-            warnings.warn(
-                f"The {type(self).__name__} path{which} stopped at max_steps={self.max_steps} "
-                "before converging; raise max_steps (the chosen model is still valid).",
-                ConvergenceWarning, stacklevel=3,
-            )
+            warn_path_stopped(type(self).__name__, f"path{which}", self.max_steps, stacklevel=3)
         return path
 
     # ------------------------------------------------------------------ 3. weights

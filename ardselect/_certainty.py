@@ -22,9 +22,14 @@ selected one already explains the data.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from scipy.special import log_ndtr, logsumexp
 
-__all__ = ["class_contrast", "inclusion_certainty", "leave_one_out_sq"]
+from ._ep import LatentPosterior
+from ._sequential import score_candidates
+
+__all__ = ["certainty_table", "class_contrast", "inclusion_certainty", "leave_one_out_sq",
+           "marginal_log_bf"]
 
 #: Gauss-Legendre nodes over log g. The integrand is smooth in log g; its features sit near
 #: g ~ 1/s and g ~ s / q^2, which for the designs we see lie between 1e-9 and 1e3 times g_max.
@@ -159,3 +164,109 @@ def class_contrast(design, in_class):
     se = np.sqrt(v1 / n1 + v0 / n0)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(se > 0, (m1 - m0) / se, np.nan)
+
+
+def certainty_table(fits, coef, coef_sd, alpha, *, alpha_min, intercept_alpha):
+    """The body of ``ARDClassifier.ranked_features``: every feature ranked, per binary problem.
+
+    ``fits`` are the estimator's :class:`~ardselect._binary_fit.BinaryFit` (each at its chosen
+    step); ``coef``, ``coef_sd`` and ``alpha`` its fitted attributes of the same names. The
+    columns are documented on ``ranked_features``.
+    """
+    frames = []
+    n_basis = coef.shape[1]
+    for i, fit in enumerate(fits):
+        # Potential of the features outside the model: q^2/s on the chosen model's targets.
+        st = fit.ep
+        tau = st.tau
+        t = np.where(tau > 0, st.nu / np.where(tau > 0, tau, 1.0), 0.0)
+        design = fit.problem.design  # rebuilt once per problem (see EPProbitProblem.release)
+        S, Q = score_candidates(design, st.post, tau, t)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            potential = np.where(S > 0, Q * Q / S, 0.0)[:n_basis]
+        alpha_all = np.full(S.shape, np.inf)
+        alpha_all[fit.active] = fit.alpha_scaled
+        s_loo, q_loo = leave_one_out_sq(S, Q, alpha_all)
+        s_loo, q_loo = s_loo[:n_basis], q_loo[:n_basis]
+        selected = np.isfinite(alpha[i])
+        # The evidence-optimal prior variance given the others (Tipping & Faul), unfloored.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            relevance = np.where(selected & (s_loo > 0),
+                                 np.maximum(q_loo * q_loo - s_loo, 0.0) / s_loo**2, 0.0)
+        log_bf, _, p_pos = inclusion_certainty(s_loo, q_loo, 1.0 / alpha_min)
+        usable = fit.problem.allowed[:n_basis]
+        log_bf = np.where(usable, log_bf, np.nan)
+        # The sign the table reports: the posterior mean's for selected genes, else the sign
+        # the weight would take if the gene were added.
+        p_sign = np.where(usable, np.maximum(p_pos, 1.0 - p_pos), np.nan)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z_out = q_loo / np.sqrt(s_loo)
+            z_in = coef[i] / coef_sd[i]
+        z = np.where(usable, np.where(selected, z_in, z_out), np.nan)
+        marginal = marginal_log_bf(fit, design, alpha_min=alpha_min,
+                                   intercept_alpha=intercept_alpha)
+        log_bf_marginal = np.where(usable, marginal[:n_basis], np.nan)
+        t_stat = class_contrast(fit.problem.basis, fit.signs > 0)[:n_basis]
+        t_stat = np.where(usable, t_stat, np.nan)
+        frequency = (np.full(n_basis, np.nan) if fit.frequency is None
+                     else fit.frequency[:n_basis])
+        potential = np.where(usable, potential, -np.inf)
+        # basis = input / scale, so sd(input) = scale * sd(basis).
+        std_weight = coef[i] * (fit.scale * column_sd(fit.problem.basis))[:n_basis]
+        # (in_class is the problem's positive class; a 2-class fit's is classes_[1])
+        diff = class_mean_difference(fit.problem.basis, fit.signs > 0)
+        contribution = coef[i] * (fit.scale * diff)[:n_basis]
+        key = np.where(selected, contribution, potential)
+        # Selected first, then by key descending, then by |weight / sd|.
+        tie = np.where(selected, -np.abs(np.nan_to_num(z)), 0.0)
+        order = np.lexsort((tie, -key, ~selected))
+        entered = np.full(n_basis, -1)
+        for s in reversed(fit.steps):
+            cols = s.active[s.active < n_basis] if fit.intercept_col >= 0 else s.active
+            cols = cols[cols != fit.intercept_col]
+            entered[cols] = s.step
+        frames.append(pd.DataFrame({
+            "class": fit.positive_class,
+            "rank": np.arange(1, n_basis + 1),
+            "feature": fit.names[:n_basis][order].astype(str),
+            "selected": selected[order],
+            "contribution": contribution[order],
+            "std_weight": std_weight[order],
+            "relevance": relevance[order],
+            "mean": coef[i, order],
+            "sd": coef_sd[i, order],
+            "alpha": alpha[i, order],
+            "entered_step": pd.array(np.where(entered[order] >= 0, entered[order], -1),
+                                     dtype="Int64"),
+            "log_bf": log_bf[order],
+            "p_sign": p_sign[order],
+            "z": z[order],
+            "log_bf_marginal": log_bf_marginal[order],
+            "cv_frequency": frequency[order],
+            "t_stat": t_stat[order],
+        }))
+    out = pd.concat(frames, ignore_index=True)
+    out.loc[out["entered_step"] < 0, "entered_step"] = pd.NA
+    return out
+
+
+def marginal_log_bf(fit, design, *, alpha_min, intercept_alpha):
+    """Each column alone (beside the intercept) against the intercept alone: a log BF.
+
+    On the EP sites of the intercept-only model (the intercept at its fixed precision, or with
+    ``intercept_alpha="ard"`` at the widest prior the path allows), by the closed form of
+    :func:`ardselect._certainty.inclusion_certainty`. Without the intercept, genes high in
+    the larger class would score for the class imbalance itself.
+    """
+    if fit.intercept_col >= 0:
+        a0 = alpha_min if intercept_alpha == "ard" else intercept_alpha
+        st0 = fit.problem.fit_sites(np.array([fit.intercept_col]), np.array([float(a0)]),
+                                    None, tol=1e-9)
+        b0 = st0.tau
+        t0 = np.where(b0 > 0, st0.nu / np.where(b0 > 0, b0, 1.0), 0.0)
+        post0 = st0.post
+    else:
+        b0, t0 = fit.problem.initial_virtual()
+        post0 = LatentPosterior(np.zeros((b0.shape[0], 0)), np.zeros(0), b0, b0 * t0)
+    S0, Q0 = score_candidates(design, post0, b0, t0)
+    return inclusion_certainty(S0, Q0, 1.0 / alpha_min)[0]

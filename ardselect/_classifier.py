@@ -4,38 +4,31 @@ from __future__ import annotations
 
 import copy
 import logging
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
-from scipy.special import log_ndtr
 from sklearn.base import ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import _safe_indexing
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _num_samples, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
-from ._base import ConstantFeatureWarning, _ARDPathEstimator, _Chosen, label
+from ._base import ConstantFeatureWarning, _ARDPathEstimator, _Chosen
 from ._basis import make_basis
-from ._certainty import (
-    class_contrast,
-    class_mean_difference,
-    column_sd,
-    inclusion_certainty,
-    leave_one_out_sq,
-)
-from ._criteria import CRITERIA, check_criterion, choose_step, group_cavities
-from ._cv import NULL_SE, Calibration, cross_validate
-from ._ep import LatentPosterior
-from ._lazy import LazyDesign, default_client
+from ._binary_fit import check_steps, fit_problems
+from ._certainty import certainty_table
+from ._constraints import Interval, Options, SklearnConstraints, check_params
+from ._criteria import CRITERIA, check_criterion, group_cavities
+from ._cv import Calibration, check_groups, choose_by_cv
 from ._parallel import one_blas_thread, run_tasks
-from ._probit import moderated_latent, ovr_log_proba, probit_log_proba
-from ._problem import SIZE_GRID, PathSpec, run_binary, run_joint, signed
-from ._sequential import score_candidates
-from ._validation import check_binary_labels
-from .exceptions import DataError, LabelError
+from ._probit import moderated_latent, probit_log_proba
+from ._problem import SIZE_GRID, PathSpec
+from ._rows import (
+    from_dask,
+    rows_to_fit,
+    sketch,
+    stratified_sketch,  # noqa: F401 (tests and benchmarks import it from here)
+)
+from ._validation import check_binary_labels, require_y
+from .exceptions import DataError
 from .model import Posterior
 
 __all__ = ["INTERCEPT_ALPHA", "ARDClassifier", "ConstantFeatureWarning"]
@@ -46,145 +39,9 @@ logger = logging.getLogger("ardselect")
 INTERCEPT_ALPHA = 1e-2
 
 
-def _from_dask(X, y):
-    """A dask array ``X`` (row chunks, dense or sparse) as something ``_sketch`` can index.
-
-    Returns ``(X, y, client)``: ``y`` in memory; ``client`` is the user's dask.distributed Client
-    when one is running (never created here), else the string ``"local"``; None for in-memory ``X``.
-    """
-    if not (type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks")):
-        return X, y, None
-    if hasattr(y, "compute"):
-        y = y.compute()
-    y = np.asarray(y)
-    client = default_client()
-    return _DaskRows(X), y, _LocalDask() if client is None else client
-
-
-class _DaskRows:
-    """Row access to a dask array for ``_sketch``: ``rows`` selects lazily, ``compute`` gathers."""
-
-    def __init__(self, X, rows=None):
-        self.X = X
-        self.rows = rows
-        self.shape = X.shape if rows is None else (len(rows), X.shape[1])
-
-    def __len__(self):
-        return self.shape[0]
-
-    def take(self, rows):
-        return _DaskRows(self.X, rows)
-
-    def compute(self):
-        X = self.X if self.rows is None else self.X[np.asarray(self.rows)]
-        out = X.compute()
-        return out.tocsr() if sp.issparse(out) else np.asarray(out)
-
-
-class _LocalDask:
-    """No dask Client running: classes run in this process (or by ``n_jobs``), as in memory."""
-
-    def __bool__(self):
-        return False
-
-
-def stratified_sketch(codes, max_samples):
-    """Rows of a deterministic stratified sketch: the same fraction of every class, evenly spaced.
-
-    ``codes`` are integer class codes ``(n,)``. The ``max_samples`` rows are shared out in
-    proportion to the class sizes by largest remainders (so they add up to ``max_samples``, never
-    more, unless there are more classes than that), with at least one row per class; each class's rows are evenly spaced over its rows in
-    input order. Returns sorted row indices.
-
-    Examples
-    --------
-    >>> stratified_sketch(np.array([0] * 71 + [1] * 76 + [2] * 93), 100).size
-    100
-    """
-    codes = np.asarray(codes)
-    labels, sizes = np.unique(codes, return_counts=True)
-    quota = sizes * (max_samples / codes.shape[0])
-    k = np.floor(quota).astype(int)
-    spare = int(max_samples) - int(k.sum())
-    if spare > 0:  # largest remainders first, ties to the larger class
-        k[np.lexsort((-sizes, -(quota - k)))[:spare]] += 1
-    k = np.maximum(k, 1)
-    while k.sum() > max_samples and (k > 1).any():  # the ones given to small classes come back
-        over = np.where(k > 1, k - quota, -np.inf)  # from the most over-served classes
-        k[np.argmax(over)] -= 1
-    rows = [np.flatnonzero(codes == c)[np.unique(np.linspace(0, size - 1, kc).round().astype(int))]
-            for c, size, kc in zip(labels, sizes, k, strict=True)]
-    return np.sort(np.concatenate(rows))
-
-
 #: A dask array with more rows than this, fitted without ``max_samples``, is gathered whole with a
 #: warning: exact EP on that many samples is slow, and the matrix may not fit in memory.
 GATHER_WARN_ROWS = 50_000
-
-def _fit_binary(spec, k, label, y_idx, Phi_s, allowed):
-    """One binary problem (class ``k`` against the rest) on the full training set."""
-    t = np.where(y_idx == k, 1.0, -1.0)
-    run = run_binary(spec, signed(Phi_s, t), allowed, label)
-    run.problem.release(Phi_s, t)
-    return run
-
-
-def _path_choice(steps, criterion):
-    """The step a path criterion picks among ``steps`` (evidence and LOO records)."""
-    return choose_step(np.array([s.stats["log_evidence"] for s in steps]),
-                       np.array([s.stats["loo_error"] for s in steps]),
-                       np.array([s.stats["loo_prob_error"] for s in steps]), criterion)
-
-
-class _BinaryFit:
-    """Everything kept of one binary problem: the path and the model chosen on it."""
-
-    def __init__(self, positive_class, run, scale, names, intercept_col, signs):
-        self.positive_class = positive_class
-        self.steps = run.steps
-        self.n_path = run.n_path  # the path proper's steps; its pruning tail follows them
-        self.converged = run.converged
-        self.problem = run.problem
-        self.scale = scale  # (m,) column scales of the basis (design = t * basis / scale)
-        self.names = names  # (m,) basis function names
-        self.intercept_col = intercept_col  # column index of the intercept in the basis, or -1
-        self.signs = signs  # (n,) +1 for the problem's class
-        self.cv_step = None  # the step the inner cross-validation chose (criterion="cv")
-        self.step_calibration = {}  # step -> Calibration fitted by the inner CV
-        self.frequency = None  # (m,) share of the fold models of the chosen size holding a column
-
-    def choose(self, criterion, max_genes=None):
-        """The step ``criterion`` picks: the paper's criteria read the path proper.
-
-        With ``max_genes`` only steps with at most that many genes compete (the pruning tail's
-        too, which holds every smaller size).
-        """
-        if criterion == "cv":
-            if self.cv_step is None:
-                msg = "criterion 'cv' is chosen while fitting: fit with criterion='cv' to use it."
-                raise ValueError(msg)
-            return self.cv_step
-        if max_genes is None:
-            return _path_choice(self.steps[: self.n_path], criterion)
-        idx = [i for i, s in enumerate(self.steps)
-               if np.sum(s.active != self.intercept_col) <= max_genes]
-        return idx[_path_choice([self.steps[i] for i in idx], criterion)]
-
-    def set_step(self, k):
-        """Rebuild the posterior at path step ``k`` with tightly converged EP."""
-        s = self.steps[k]
-        st = self.problem.fit_sites(s.active, s.alpha, s.state, tol=1e-9)
-        self.chosen = k
-        self.active = s.active
-        self.alpha_scaled = s.alpha
-        self.post = st.post
-        self.var_scaled = st.post.var()
-        self.mean = st.post.mean / self.scale[s.active]  # back to the units of the basis
-        self.ep = st
-
-    def cov(self):
-        c = self.scale[self.active]
-        return self.post.cov() / np.outer(c, c)
 
 
 class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
@@ -376,28 +233,29 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         self.n_jobs = n_jobs
 
     #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
-    _parameter_constraints: dict = {
+    _constraints: dict = {
         **_ARDPathEstimator._path_constraints,
-        "criterion": [StrOptions(set(CRITERIA))],
+        "criterion": [Options(set(CRITERIA))],
         "cv": [Interval(Integral, 2, None, closed="left")],
         "cv_repeats": [Interval(Integral, 1, None, closed="left")],
-        "cv_rule": [StrOptions({"min", "1se"})],
+        "cv_rule": [Options({"min", "1se"})],
         "max_genes": [Interval(Integral, 1, None, closed="left"), None],
-        "multiclass": [StrOptions({"ovr", "shared"})],
+        "multiclass": [Options({"ovr", "shared"})],
         "variance_scale_min": [Interval(Real, 0, 1, closed="both")],
         "random_state": ["random_state"],
-        "init": [StrOptions({"auto", "relevant", "single"}), Interval(Integral, 1, None, closed="left")],
-        "max_init": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left"), None],
-        "inclusion_penalty": [Interval(Real, 0, None, closed="left"), StrOptions({"bic"})],
-        "intercept_alpha": [Interval(Real, 0, None, closed="neither"), StrOptions({"ard"})],
+        "init": [Options({"auto", "relevant", "single"}), Interval(Integral, 1, None, closed="left")],
+        "max_init": [Options({"auto"}), Interval(Integral, 1, None, closed="left"), None],
+        "inclusion_penalty": [Interval(Real, 0, None, closed="left"), Options({"bic"})],
+        "intercept_alpha": [Interval(Real, 0, None, closed="neither"), Options({"ard"})],
         "loo_prob_scale": [Interval(Real, 0, None, closed="neither")],
         "damping": [Interval(Real, 0, 1, closed="right")],
         "ep_tol": [Interval(Real, 0, None, closed="neither")],
         "ep_max_iter": [Interval(Integral, 1, None, closed="left")],
-        "constant_features": [StrOptions({"warn", "ignore", "raise"})],
+        "constant_features": [Options({"warn", "ignore", "raise"})],
         "max_samples": [Interval(Integral, 2, None, closed="left"), None],
         "n_jobs": [Integral, None],
     }
+    _parameter_constraints = SklearnConstraints()  # for scikit-learn's checks
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y, groups=None):
@@ -421,37 +279,32 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         -------
         self : ARDClassifier
         """
-        self._validate_params()  # scikit-learn: one clear error naming the parameter and its range
-        if y is None:
-            msg = f"{type(self).__name__} requires y to be passed, but the target y is None."
-            raise LabelError(msg)
-        groups = self._check_groups(groups, y)
-        X, y, client = _from_dask(X, y)
-        X, y = self._sketch(X, y)
+        check_params(self)  # one clear error naming the parameter and its range
+        require_y(self, y)
+        if hasattr(self, "cv_groups_"):
+            del self.cv_groups_  # a refit without groups must not keep the last fit's table
+        groups = check_groups(groups, y, self.criterion)
+        # Validate: the rows to fit (a sketch, a dask array gathered or kept lazy), X and y.
+        X, y, client = from_dask(X, y)
+        X, y, self.sketch_ = sketch(X, y, self.max_samples)
         if groups is not None and self.sketch_ is not None:
             groups = groups[self.sketch_]
         # A dask array fitted whole with the gene basis stays where it is: every pass the path
         # makes over the design is a dask reduction over its row chunks (``_lazy.LazyDesign``).
         lazy = client is not None and self.sketch_ is None and self.kernel == "features"
+        if client is not None:
+            X = rows_to_fit(X, client, lazy=lazy, warn_rows=GATHER_WARN_ROWS,
+                            name=type(self).__name__)
         if lazy:
-            if X.shape[0] > GATHER_WARN_ROWS:
-                warnings.warn(
-                    f"max_samples is None: the exact fit reads all {X.shape[0]:,} rows of the "
-                    "dask array a few times at every path step; pass max_samples (e.g. 5000) to "
-                    "fit a stratified sketch instead.", UserWarning, stacklevel=2)
-            X = self._validate_lazy(X.X)
             client = None  # the passes use the active scheduler; the classes run here
-        elif client is not None:
-            if self.sketch_ is None and X.shape[0] > GATHER_WARN_ROWS:
-                warnings.warn(
-                    f"max_samples is None: all {X.shape[0]:,} rows of the dask array are gathered "
-                    "into memory and fitted exactly; pass max_samples (e.g. 5000) to fit a "
-                    "stratified sketch instead.", UserWarning, stacklevel=2)
-            X = X.compute()  # the sketch's rows (or everything), gathered from the chunks
-        if not lazy:
+            self.n_features_in_ = int(X.shape[1])
+            if hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+        else:
             X = self._validate_x(X, reset=True)
         classes, y_idx = check_binary_labels(y, X.shape[0])
         self.classes_ = classes
+        # Prepare the design.
         basis = make_basis(self.kernel, self.gamma, self.degree, self.coef0)
         Phi_s, scale, allowed = self._prepare_design(X, basis,
                                                      constant_features=self.constant_features)
@@ -459,10 +312,25 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         # multiclass="shared": one path for all classes, the genes' precisions shared.
         self._joint = self.multiclass == "shared" and classes.size > 2
         spec = self._path_spec(Phi_s.shape[0])
+
+        def tasks(fn, args):
+            return run_tasks(fn, args, n_jobs=self.n_jobs, client=client)
+
+        # Run the paths (and, for criterion="cv", the inner cross-validation's fold paths).
         with one_blas_thread():
-            self._fit_problems(spec, problems, classes, y_idx, Phi_s, allowed, scale, client)
+            self._fits, self.n_iter_ = fit_problems(
+                spec, problems, classes, y_idx, Phi_s, allowed, scale, joint=self._joint,
+                tasks=tasks, client=client, names=self._basis_names, icol=self._icol,
+                estimator_name=type(self).__name__, max_steps=self.max_steps)
             if self.criterion == "cv":
-                self._cross_validate(spec, problems, y_idx, Phi_s, allowed, client, groups)
+                self.cv_results_, self._combine_temperature, by_group = choose_by_cv(
+                    self._fits, spec, problems, y_idx, Phi_s, allowed, cv=self.cv,
+                    cv_repeats=self.cv_repeats, random_state=self.random_state,
+                    s_min=self.variance_scale_min, rule=self.cv_rule, max_genes=self.max_genes,
+                    joint=self._joint, tasks=tasks, client=client, groups=groups)
+                if by_group is not None:
+                    self.cv_groups_ = by_group
+        # Choose, and set the fitted attributes.
         self._set_steps([f.choose(self.criterion, self.max_genes) for f in self._fits])
         if lazy:
             self._n_passes = X.n_passes
@@ -496,198 +364,6 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                         penalty=penalty, icol=self._icol, fixed=fixed,
                         loo_prob_scale=self.loo_prob_scale, damping=self.damping,
                         ep_tol=self.ep_tol, ep_max_iter=self.ep_max_iter, sizes=sizes)
-
-    def _validate_lazy(self, X):
-        """A dask array as a :class:`~ardselect._lazy.LazyDesign`, checked as ``_validate_x`` checks.
-
-        One pass (the per-gene moments, kept for the scales and the constant genes) finds NaN or
-        infinite values. Sets ``n_features_in_``; a dask array has no feature names.
-        """
-        if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
-            msg = f"Expected a non-empty 2D array, got a dask array of shape {X.shape}."
-            raise DataError(msg)
-        if not (np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)):
-            msg = f"X must be numeric, got a dask array of dtype {X.dtype}."
-            raise DataError(msg)
-        design = LazyDesign(X, intercept=False)
-        mo = design.moments()
-        bad = ~(np.isfinite(mo["mean"]) & np.isfinite(mo["min"]) & np.isfinite(mo["max"]))
-        if bad.any():
-            msg = (f"{type(self).__name__}: X contains NaN or infinite values in "
-                   f"{int(bad.sum())} column(s), the first is column {int(np.argmax(bad))}.")
-            raise DataError(msg)
-        self.n_features_in_ = int(X.shape[1])
-        if hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-        return design
-
-    def _sketch(self, X, y):
-        """Rows of the stratified sketch (``max_samples``), or everything; sets ``sketch_``."""
-        n = X.shape[0] if isinstance(X, _DaskRows) else _num_samples(X)
-        if self.max_samples is None or n <= self.max_samples:
-            self.sketch_ = None
-            return X, y
-        y_arr = np.asarray(y)
-        if y_arr.shape[0] != n:
-            return X, y  # validation reports the mismatch
-        _, codes = np.unique(y_arr, return_inverse=True)
-        rows = stratified_sketch(codes, self.max_samples)
-        self.sketch_ = rows
-        logger.info("fitting on a stratified sketch of %d of %d samples", rows.size, n)
-        if isinstance(X, _DaskRows):
-            return X.take(rows), _safe_indexing(y, rows)
-        return _safe_indexing(X, rows), _safe_indexing(y, rows)
-
-    def _tasks(self, fn, args, client):
-        return run_tasks(fn, args, n_jobs=self.n_jobs, client=client)
-
-    def _fit_problems(self, spec, problems, classes, y_idx, Phi_s, allowed, scale, client=None):
-        """Run every problem's path on the full training set; sets ``_fits`` and ``n_iter_``."""
-        if self._joint:
-            runs = run_joint(spec, Phi_s, y_idx, allowed)
-        else:
-            # hash=False: a content-hashed key would be shared with the inner-CV scatter of the
-            # same matrix, and releasing one future would lose the other's data on the workers.
-            design = Phi_s
-            if client and len(problems) > 1:
-                design = client.scatter(Phi_s, broadcast=True, hash=False)
-            runs = self._tasks(_fit_binary, [(spec, k, classes[k], y_idx, design, allowed)
-                                             for k in problems], client)
-        self._fits = []
-        for k, run in zip(problems, runs, strict=True):
-            if not run.converged and not (self._joint and k != problems[0]):
-                what = "shared path" if self._joint else f"path for class {label(classes[k])}"
-                warnings.warn(
-                    f"The {type(self).__name__} {what} stopped at "
-                    f"max_steps={self.max_steps} before converging; raise max_steps (the chosen "
-                    "model is still valid).", ConvergenceWarning, stacklevel=3)
-            if run.problem.n_ep_unconverged:
-                logger.info("EP hit ep_max_iter at %d path steps", run.problem.n_ep_unconverged)
-            self._fits.append(_BinaryFit(classes[k], run, scale, self._basis_names, self._icol,
-                                         np.where(y_idx == k, 1.0, -1.0)))
-        self.n_iter_ = max(f.n_path - 1 for f in self._fits)
-
-    def _check_groups(self, groups, y):
-        """``groups`` as an array of strings, checked against ``y`` and the criterion; or None."""
-        if hasattr(self, "cv_groups_"):
-            del self.cv_groups_  # a refit without groups must not keep the last fit's table
-        if groups is None:
-            return None
-        if self.criterion != "cv":
-            msg = (f"groups are used by the inner cross-validation of criterion='cv' only; got "
-                   f"criterion={self.criterion!r}")
-            raise ValueError(msg)
-        groups = np.asarray(groups, dtype=object)
-        n = _num_samples(y)
-        if groups.ndim != 1 or groups.shape[0] != n:
-            msg = f"groups has shape {groups.shape} for {n} samples; give one group per sample"
-            raise ValueError(msg)
-        if pd.isna(groups).any():
-            msg = f"groups has {int(pd.isna(groups).sum())} missing value(s); give every sample one"
-            raise ValueError(msg)
-        groups = groups.astype(str)
-        if np.unique(groups).size < 2:
-            msg = ("groups has a single group; at least 2 are needed to hold out whole groups "
-                   "(or fit without groups)")
-            raise ValueError(msg)
-        return groups
-
-    def _folds(self, y_idx, n_folds, groups):
-        """The inner cross-validation's ``(train, test, offset)`` triples.
-
-        Repeat ``r``'s held-out latents go to rows ``r * n ... (r + 1) * n - 1`` of the pooled
-        predictions. Without groups, the folds are those of ``RepeatedStratifiedKFold`` (with one
-        repeat, of ``StratifiedKFold``) with a seed drawn from ``random_state``; with groups,
-        ``StratifiedGroupKFold`` shuffled with that seed plus the repeat's number.
-        """
-        from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedGroupKFold
-        from sklearn.utils import check_random_state
-
-        n = y_idx.shape[0]
-        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
-        if groups is None:
-            splitter = RepeatedStratifiedKFold(n_splits=n_folds, n_repeats=int(self.cv_repeats),
-                                               random_state=seed)
-            return [(tr, te, f // n_folds * n)
-                    for f, (tr, te) in enumerate(splitter.split(np.zeros(n), y_idx))]
-        folds = []
-        for r in range(int(self.cv_repeats)):
-            splitter = StratifiedGroupKFold(n_splits=n_folds, shuffle=True,
-                                            random_state=(seed + r) % np.iinfo(np.int32).max)
-            with warnings.catch_warnings():
-                # sklearn warns when a class has fewer groups than folds; the folds stay valid.
-                warnings.simplefilter("ignore", UserWarning)
-                folds.extend((tr, te, r * n)
-                             for tr, te in splitter.split(np.zeros(n), y_idx, groups))
-        return folds
-
-    def _cross_validate(self, spec, problems, y_idx, Phi_s, allowed, client=None, groups=None):
-        """Choose each problem's size and calibration by inner cross-validation (``_cv``)."""
-        smallest = int(np.bincount(y_idx).min())
-        n_folds = min(int(self.cv), smallest)
-        if groups is not None:
-            n_folds = min(int(self.cv), int(np.unique(groups).size))
-        if n_folds < 2:
-            warnings.warn(
-                f"criterion='cv' needs at least 2 samples of every class (the smallest class has "
-                f"{smallest}); the model is chosen by criterion='loo' instead.", UserWarning,
-                stacklevel=3)
-            for fit in self._fits:
-                fit.cv_step = fit.choose("loo", self.max_genes)
-            self.cv_results_ = pd.DataFrame()
-            self._combine_temperature = 1.0
-            return
-        folds = self._folds(y_idx, n_folds, groups)
-        design = client.scatter(Phi_s, broadcast=True, hash=False) if client else Phi_s
-        fronts, self._combine_temperature = cross_validate(
-            spec, self._fits_as_runs(), design, y_idx, problems, allowed, folds,
-            lambda fn, args: self._tasks(fn, args, client), joint=self._joint,
-            s_min=self.variance_scale_min, rule=self.cv_rule, null_se=NULL_SE,
-            max_genes=self.max_genes, labels=[f.positive_class for f in self._fits])
-        rows = []
-        for fit, front in zip(self._fits, fronts, strict=True):
-            recs = front.records
-            fit.step_calibration = {r["step"]: front.calibration(i) for i, r in enumerate(recs)}
-            fit.cv_step = recs[front.chosen]["step"]
-            fit.frequency = front.frequency
-            one_se = front.one_se
-            for i, r in enumerate(recs):
-                rows.append({"class": fit.positive_class, **r, "chosen": i == front.chosen,
-                             "one_se": i == one_se})
-        cols = ["class", "n_genes", "step", "cv_log_loss", "cv_log_loss_se", "cv_error",
-                "cv_error_se", "temperature", "variance_scale", "offset", "cv_log_loss_final",
-                "chosen", "one_se"]
-        self.cv_results_ = pd.DataFrame(rows, columns=cols)
-        if groups is not None:
-            self.cv_groups_ = self._group_table(fronts, y_idx, groups)
-
-    def _group_table(self, fronts, y_idx, groups):
-        """Each group's held-out error and log-loss at the chosen sizes (pooled over repeats)."""
-        n = y_idx.shape[0]
-        z = np.column_stack([f.latent for f in fronts])
-        y_pooled = np.tile(y_idx, z.shape[0] // n)
-        if len(fronts) == 1:  # two classes: the latent of classes_[1] against classes_[0]
-            t = np.where(y_pooled == 1, 1.0, -1.0)
-            loss = -log_ndtr(t * z[:, 0])
-            wrong = (z[:, 0] > 0) != (y_pooled == 1)
-        else:
-            logp = ovr_log_proba(z, self._combine_temperature)
-            loss = -logp[np.arange(y_pooled.shape[0]), y_pooled]
-            wrong = np.argmax(logp, axis=1) != y_pooled
-        g = np.tile(groups, z.shape[0] // n)
-        frame = pd.DataFrame({"group": g, "sample": np.tile(np.arange(n), z.shape[0] // n),
-                              "wrong": wrong, "loss": loss})
-        table = frame.groupby("group", sort=True).agg(
-            n_samples=("sample", "nunique"), cv_error=("wrong", "mean"),
-            cv_log_loss=("loss", "mean"))
-        return table.reset_index()
-
-    def _fits_as_runs(self):
-        """The full fit's path runs, as the inner cross-validation reads them."""
-        from ._problem import PathRun
-
-        return [PathRun(f.problem, f.steps, f.converged, f.n_path) for f in self._fits]
-
     def _set_steps(self, steps):
         rows, posts = [], []
         for fit, step in zip(self._fits, steps, strict=True):
@@ -736,25 +412,10 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             same genes.
         """
         check_is_fitted(self)
-        steps = np.atleast_1d(np.asarray(step))
-        if getattr(self, "_joint", False):
-            if steps.size == 1 and steps.dtype.kind in "iu":
-                steps = np.full(len(self._fits), steps[0])
-            elif steps.ndim == 1 and np.unique(steps).size > 1:
-                msg = (f"a multiclass='shared' fit holds the same genes in every class at each "
-                       f"step: give one step for all classes, not {step!r}.")
-                raise ValueError(msg)
-        if steps.ndim != 1 or steps.size != len(self._fits) or steps.dtype.kind not in "iu":
-            msg = (f"step must be an int or an array of {len(self._fits)} int(s), one per binary "
-                   f"problem (a row of coef_); got {step!r}.")
-            raise ValueError(msg)
-        for s, fit in zip(steps, self._fits, strict=True):
-            if not 0 <= int(s) < len(fit.steps):
-                msg = f"step must be in [0, {len(fit.steps) - 1}]; got {int(s)}."
-                raise ValueError(msg)
+        steps = check_steps(step, self._fits, joint=getattr(self, "_joint", False))
         new = copy.copy(self)
         new._fits = [copy.copy(f) for f in self._fits]
-        new._set_steps([int(s) for s in steps])
+        new._set_steps(steps)
         return new
 
     # ------------------------------------------------------------------ prediction
@@ -895,98 +556,5 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             features that cannot enter (constant ones).
         """
         check_is_fitted(self)
-        frames = []
-        n_basis = self.coef_.shape[1]
-        for i, fit in enumerate(self._fits):
-            # Potential of the features outside the model: q^2/s on the chosen model's targets.
-            st = fit.ep
-            tau = st.tau
-            t = np.where(tau > 0, st.nu / np.where(tau > 0, tau, 1.0), 0.0)
-            design = fit.problem.design  # rebuilt once per problem (see EPProbitProblem.release)
-            S, Q = score_candidates(design, st.post, tau, t)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                potential = np.where(S > 0, Q * Q / S, 0.0)[:n_basis]
-            alpha_all = np.full(S.shape, np.inf)
-            alpha_all[fit.active] = fit.alpha_scaled
-            s_loo, q_loo = leave_one_out_sq(S, Q, alpha_all)
-            s_loo, q_loo = s_loo[:n_basis], q_loo[:n_basis]
-            selected = np.isfinite(self.alpha_[i])
-            # The evidence-optimal prior variance given the others (Tipping & Faul), unfloored.
-            with np.errstate(divide="ignore", invalid="ignore"):
-                relevance = np.where(selected & (s_loo > 0),
-                                     np.maximum(q_loo * q_loo - s_loo, 0.0) / s_loo**2, 0.0)
-            log_bf, _, p_pos = inclusion_certainty(s_loo, q_loo, 1.0 / self.alpha_min)
-            usable = fit.problem.allowed[:n_basis]
-            log_bf = np.where(usable, log_bf, np.nan)
-            # The sign the table reports: the posterior mean's for selected genes, else the sign
-            # the weight would take if the gene were added.
-            p_sign = np.where(usable, np.maximum(p_pos, 1.0 - p_pos), np.nan)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                z_out = q_loo / np.sqrt(s_loo)
-                z_in = self.coef_[i] / self.coef_sd_[i]
-            z = np.where(usable, np.where(selected, z_in, z_out), np.nan)
-            log_bf_marginal = np.where(usable, self._marginal_log_bf(fit, design)[:n_basis],
-                                       np.nan)
-            t_stat = class_contrast(fit.problem.basis, fit.signs > 0)[:n_basis]
-            t_stat = np.where(usable, t_stat, np.nan)
-            frequency = (np.full(n_basis, np.nan) if fit.frequency is None
-                         else fit.frequency[:n_basis])
-            potential = np.where(usable, potential, -np.inf)
-            # basis = input / scale, so sd(input) = scale * sd(basis).
-            std_weight = self.coef_[i] * (fit.scale * column_sd(fit.problem.basis))[:n_basis]
-            # (in_class is the problem's positive class; a 2-class fit's is classes_[1])
-            diff = class_mean_difference(fit.problem.basis, fit.signs > 0)
-            contribution = self.coef_[i] * (fit.scale * diff)[:n_basis]
-            key = np.where(selected, contribution, potential)
-            # Selected first, then by key descending, then by |weight / sd|.
-            tie = np.where(selected, -np.abs(np.nan_to_num(z)), 0.0)
-            order = np.lexsort((tie, -key, ~selected))
-            entered = np.full(n_basis, -1)
-            for s in reversed(fit.steps):
-                cols = s.active[s.active < n_basis] if fit.intercept_col >= 0 else s.active
-                cols = cols[cols != fit.intercept_col]
-                entered[cols] = s.step
-            frames.append(pd.DataFrame({
-                "class": fit.positive_class,
-                "rank": np.arange(1, n_basis + 1),
-                "feature": fit.names[:n_basis][order].astype(str),
-                "selected": selected[order],
-                "contribution": contribution[order],
-                "std_weight": std_weight[order],
-                "relevance": relevance[order],
-                "mean": self.coef_[i, order],
-                "sd": self.coef_sd_[i, order],
-                "alpha": self.alpha_[i, order],
-                "entered_step": pd.array(np.where(entered[order] >= 0, entered[order], -1),
-                                         dtype="Int64"),
-                "log_bf": log_bf[order],
-                "p_sign": p_sign[order],
-                "z": z[order],
-                "log_bf_marginal": log_bf_marginal[order],
-                "cv_frequency": frequency[order],
-                "t_stat": t_stat[order],
-            }))
-        out = pd.concat(frames, ignore_index=True)
-        out.loc[out["entered_step"] < 0, "entered_step"] = pd.NA
-        return out
-
-    def _marginal_log_bf(self, fit, design):
-        """Each column alone (beside the intercept) against the intercept alone: a log BF.
-
-        On the EP sites of the intercept-only model (the intercept at its fixed precision, or with
-        ``intercept_alpha="ard"`` at the widest prior the path allows), by the closed form of
-        :func:`ardselect._certainty.inclusion_certainty`. Without the intercept, genes high in
-        the larger class would score for the class imbalance itself.
-        """
-        if fit.intercept_col >= 0:
-            a0 = self.alpha_min if self.intercept_alpha == "ard" else self.intercept_alpha
-            st0 = fit.problem.fit_sites(np.array([fit.intercept_col]), np.array([float(a0)]),
-                                        None, tol=1e-9)
-            b0 = st0.tau
-            t0 = np.where(b0 > 0, st0.nu / np.where(b0 > 0, b0, 1.0), 0.0)
-            post0 = st0.post
-        else:
-            b0, t0 = fit.problem.initial_virtual()
-            post0 = LatentPosterior(np.zeros((b0.shape[0], 0)), np.zeros(0), b0, b0 * t0)
-        S0, Q0 = score_candidates(design, post0, b0, t0)
-        return inclusion_certainty(S0, Q0, 1.0 / self.alpha_min)[0]
+        return certainty_table(self._fits, self.coef_, self.coef_sd_, self.alpha_,
+                               alpha_min=self.alpha_min, intercept_alpha=self.intercept_alpha)

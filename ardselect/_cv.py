@@ -42,10 +42,12 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 from scipy.optimize import minimize_scalar
 from scipy.special import log_ndtr
 
+from ._binary_fit import as_runs
 from ._ep import LatentPosterior
 from ._probit import inv_mills, moderated_latent, ovr_log_proba
 from ._problem import run_binary, run_joint, sign_in_place, size_steps
@@ -58,6 +60,7 @@ __all__ = [
     "Frontier",
     "calibrate",
     "calibrated_latent",
+    "choose_by_cv",
     "choose_size",
     "cross_validate",
     "fit_calibration",
@@ -558,3 +561,126 @@ def _choose_joint(tables, y_pooled, rule, null_se):
         if np.mean(d) > -null_se * np.std(d, ddof=1) / np.sqrt(d.size):
             best = 0
     return next(j for j, r in enumerate(tables[0][0]) if r["n_genes"] == best)
+
+
+def check_groups(groups, y, criterion):
+    """``groups`` (one label per sample) as an array of strings, or None; checked against ``y``."""
+    if groups is None:
+        return None
+    if criterion != "cv":
+        msg = (f"groups are used by the inner cross-validation of criterion='cv' only; got "
+               f"criterion={criterion!r}")
+        raise ValueError(msg)
+    groups = np.asarray(groups, dtype=object)
+    n = len(y)
+    if groups.ndim != 1 or groups.shape[0] != n:
+        msg = f"groups has shape {groups.shape} for {n} samples; give one group per sample"
+        raise ValueError(msg)
+    if pd.isna(groups).any():
+        msg = f"groups has {int(pd.isna(groups).sum())} missing value(s); give every sample one"
+        raise ValueError(msg)
+    groups = groups.astype(str)
+    if np.unique(groups).size < 2:
+        msg = ("groups has a single group; at least 2 are needed to hold out whole groups "
+               "(or fit without groups)")
+        raise ValueError(msg)
+    return groups
+
+
+def make_folds(y_idx, n_folds, cv_repeats, random_state, groups=None):
+    """The inner cross-validation's ``(train, test, offset)`` triples.
+
+    Repeat ``r``'s held-out latents go to rows ``r * n ... (r + 1) * n - 1`` of the pooled
+    predictions. Without groups, the folds are those of ``RepeatedStratifiedKFold`` (with one
+    repeat, of ``StratifiedKFold``) with a seed drawn from ``random_state``; with groups,
+    ``StratifiedGroupKFold`` shuffled with that seed plus the repeat's number, so that no group
+    is on both sides of a fold.
+    """
+    from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedGroupKFold
+    from sklearn.utils import check_random_state
+
+    n = y_idx.shape[0]
+    seed = check_random_state(random_state).randint(np.iinfo(np.int32).max)
+    if groups is None:
+        splitter = RepeatedStratifiedKFold(n_splits=n_folds, n_repeats=int(cv_repeats),
+                                           random_state=seed)
+        return [(tr, te, f // n_folds * n)
+                for f, (tr, te) in enumerate(splitter.split(np.zeros(n), y_idx))]
+    folds = []
+    for r in range(int(cv_repeats)):
+        splitter = StratifiedGroupKFold(n_splits=n_folds, shuffle=True,
+                                        random_state=(seed + r) % np.iinfo(np.int32).max)
+        with warnings.catch_warnings():
+            # sklearn warns when a class has fewer groups than folds; the folds stay valid.
+            warnings.simplefilter("ignore", UserWarning)
+            folds.extend((tr, te, r * n) for tr, te in splitter.split(np.zeros(n), y_idx, groups))
+    return folds
+
+
+def group_table(fronts, y_idx, groups, combine_temperature):
+    """Each group's held-out error and log-loss at the chosen sizes (pooled over repeats)."""
+    n = y_idx.shape[0]
+    z = np.column_stack([f.latent for f in fronts])
+    reps = z.shape[0] // n
+    y_pooled = np.tile(y_idx, reps)
+    if len(fronts) == 1:  # two classes: the latent of classes_[1] against classes_[0]
+        t = np.where(y_pooled == 1, 1.0, -1.0)
+        loss = -log_ndtr(t * z[:, 0])
+        wrong = (z[:, 0] > 0) != (y_pooled == 1)
+    else:
+        logp = ovr_log_proba(z, combine_temperature)
+        loss = -logp[np.arange(y_pooled.shape[0]), y_pooled]
+        wrong = np.argmax(logp, axis=1) != y_pooled
+    frame = pd.DataFrame({"group": np.tile(groups, reps), "sample": np.tile(np.arange(n), reps),
+                          "wrong": wrong, "loss": loss})
+    table = frame.groupby("group", sort=True).agg(
+        n_samples=("sample", "nunique"), cv_error=("wrong", "mean"), cv_log_loss=("loss", "mean"))
+    return table.reset_index()
+
+
+def choose_by_cv(fits, spec, problems, y_idx, Phi_s, allowed, *, cv, cv_repeats, random_state,
+                 s_min, rule, max_genes, joint, tasks, client=None, groups=None):
+    """Choose each problem's size and calibration by inner cross-validation.
+
+    Sets ``cv_step``, ``step_calibration`` and ``frequency`` on every
+    :class:`~ardselect._binary_fit.BinaryFit` of ``fits`` and returns ``(cv_results,
+    combine_temperature, group_table)``: the table of ``ARDClassifier.cv_results_``, the
+    temperature of the one-vs-rest combination and, with ``groups`` (held out whole by the folds,
+    :func:`make_folds`), each group's held-out error and log-loss (else None). ``tasks(fn, args)``
+    runs the fold refits; ``client`` is a dask Client (or falsy). Fewer than 2 samples in a class:
+    the LOO choice instead, with a warning.
+    """
+    smallest = int(np.bincount(y_idx).min())
+    n_folds = min(int(cv), smallest)
+    if groups is not None:
+        n_folds = min(int(cv), int(np.unique(groups).size))
+    if n_folds < 2:
+        warnings.warn(
+            f"criterion='cv' needs at least 2 samples of every class (the smallest class has "
+            f"{smallest}); the model is chosen by criterion='loo' instead.", UserWarning,
+            stacklevel=3)
+        for fit in fits:
+            fit.cv_step = fit.choose("loo", max_genes)
+        return pd.DataFrame(), 1.0, None
+    folds = make_folds(y_idx, n_folds, cv_repeats, random_state, groups)
+    design = client.scatter(Phi_s, broadcast=True, hash=False) if client else Phi_s
+    fronts, combine_temperature = cross_validate(
+        spec, as_runs(fits), design, y_idx, problems, allowed, folds, tasks, joint=joint,
+        s_min=s_min, rule=rule, null_se=NULL_SE, max_genes=max_genes,
+        labels=[f.positive_class for f in fits])
+    rows = []
+    for fit, front in zip(fits, fronts, strict=True):
+        recs = front.records
+        fit.step_calibration = {r["step"]: front.calibration(i) for i, r in enumerate(recs)}
+        fit.cv_step = recs[front.chosen]["step"]
+        fit.frequency = front.frequency
+        one_se = front.one_se
+        for i, r in enumerate(recs):
+            rows.append({"class": fit.positive_class, **r, "chosen": i == front.chosen,
+                         "one_se": i == one_se})
+    cols = ["class", "n_genes", "step", "cv_log_loss", "cv_log_loss_se", "cv_error",
+            "cv_error_se", "temperature", "variance_scale", "offset", "cv_log_loss_final",
+            "chosen", "one_se"]
+    by_group = (None if groups is None
+                else group_table(fronts, y_idx, groups, combine_temperature))
+    return pd.DataFrame(rows, columns=cols), combine_temperature, by_group

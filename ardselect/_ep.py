@@ -339,7 +339,7 @@ def _factor(A):
 
 
 # Designs whose sweep costs at most this many multiply-adds (``m^2 n``, ``m`` the side of the
-# factored matrix) run the sweeps in the compiled loop of ``_kernels``; larger ones in the BLAS loop
+# factored matrix) run the sweeps in the compiled loop of ``_compiled``; larger ones in the BLAS loop
 # of ``run_ep``, which is faster once the arithmetic outweighs the interpreter. Measured by
 # ``benchmarks/speed.py --ep-kernel``.
 KERNEL_MAX_WORK = 100_000
@@ -401,7 +401,7 @@ def run_ep(P, alpha, tau=None, nu=None, *, damping=1.0, tol=1e-8, max_iter=500, 
     A sweep computes only the latent marginals (:class:`_Marginals`) and the new sites
     (:func:`_new_sites`); the full :class:`LatentPosterior` is built once, for the final sites.
     Small designs (``m^2 n <= KERNEL_MAX_WORK``) run the same sweeps, and the final posterior,
-    cavities and evidence, in one compiled call (:func:`ardselect._kernels.ep_sweeps`).
+    cavities and evidence, in one compiled call (:func:`ardselect._compiled.ep_sweeps`).
     """
     P = np.asarray(P, dtype=np.float64)
     alpha = np.asarray(alpha, dtype=np.float64)
@@ -430,7 +430,7 @@ def run_ep(P, alpha, tau=None, nu=None, *, damping=1.0, tol=1e-8, max_iter=500, 
                        converged=True)
     m = prior.Pt.shape[1] if prior.route == "weight" else n  # side of the factored matrix
     if m * m * n <= KERNEL_MAX_WORK:
-        from ._kernels import ep_sweeps  # numba is imported on the first fit, not with ardselect
+        from ._compiled import ep_sweeps  # numba is imported on the first fit, not with ardselect
 
         weight = prior.route == "weight"
         # Weight space: Pt^T (d, n); sample space: K (n, n), symmetric, and its diagonal.

@@ -14,9 +14,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import column_range
-
-__all__ = ["is_dask", "reduce_rows", "moments", "combine_moments", "LazyDesign"]
+__all__ = ["is_dask", "reduce_rows", "column_range", "moments", "combine_moments", "LazyDesign"]
 
 
 def is_dask(X) -> bool:
@@ -61,6 +59,24 @@ def _block_call(fn, block, start):
     if sp.issparse(block):
         block = sp.csr_matrix(block)
     return fn(block, start)
+
+
+def column_range(X) -> tuple[np.ndarray, np.ndarray]:
+    """Per-column minimum and maximum; for sparse X the implicit zeros count as values."""
+    if not sp.issparse(X):
+        X = np.asarray(X)
+        return X.min(axis=0), X.max(axis=0)
+    X = sp.csc_matrix(X)
+    n = X.shape[0]
+    nnz = np.diff(X.indptr)
+    mx = np.full(X.shape[1], -np.inf)
+    mn = np.full(X.shape[1], np.inf)
+    has = nnz > 0
+    if has.any():
+        mx[has] = np.maximum.reduceat(X.data, X.indptr[:-1][has])
+        mn[has] = np.minimum.reduceat(X.data, X.indptr[:-1][has])
+    partial = nnz < n
+    return np.where(partial, np.minimum(mn, 0.0), mn), np.where(partial, np.maximum(mx, 0.0), mx)
 
 
 def moments(Z):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ._base import _PathProblem
 from ._ep import loo_error, loo_prob_error, run_ep
 from ._joint import JointPath
 from ._lazy import LazyDesign
@@ -30,7 +31,7 @@ SIZE_GRID = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 18, 22, 27, 33, 40, 50, 6
              135, 165, 200, 250, 300, 400, 500)
 
 
-class EPProbitProblem:
+class EPProbitProblem(_PathProblem):
     """The EP probit model as the sequential engine sees it (see ``_sequential.SequentialPath``)."""
 
     def __init__(self, design, allowed, *, loo_prob_scale, damping, ep_tol, ep_max_iter):
@@ -70,12 +71,12 @@ class EPProbitProblem:
         return self._design if self._design is not None else signed(self._basis, self._signs)
 
     def columns(self, active):
+        """The dense columns ``active`` of the design, from the basis once it is released."""
         if self._design is None:
             P = self._basis[:, active]
             P = P.toarray() if sp.issparse(P) else np.asarray(P)
             return np.ascontiguousarray(self._signs[:, None] * P)
-        P = self._design[:, active]
-        return P.toarray() if sp.issparse(P) else np.ascontiguousarray(P)
+        return super().columns(active)
 
     def initial_virtual(self):
         return self.tau0.copy(), self.nu0 / self.tau0

@@ -40,389 +40,36 @@ from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 from sklearn.base import ClassifierMixin, RegressorMixin
-from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
-from sklearn.metrics.pairwise import rbf_kernel
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.exceptions import DataConversionWarning
 from threadpoolctl import threadpool_limits
 
-from ._base import _ARDPathEstimator, _Chosen, _PathProblem
+from ._base import _ARDPathEstimator, _Chosen
 from ._basis import make_basis
-from ._ep import LatentPosterior
-from ._validation import check_binary_labels
+from ._constraints import Interval, Options, SklearnConstraints, check_params
+from ._rvm_eta import _ARDRBFBasis, _dense, _gp_input_scales, _log_ml_joint, log_marginal_eta
+from ._rvm_likelihoods import (
+    NOISE_CEIL,
+    NOISE_FLOOR,
+    _gaussian_log_ml,
+    _GaussianProblem,
+    _LaplaceProblem,
+    _optimise_noise,  # noqa: F401 (the tests import it from here)
+    laplace_mode,
+)
+from ._validation import check_binary_labels, require_y
 from .exceptions import DataError, LabelError
 
 __all__ = ["RVMClassifier", "RVMRegressor", "laplace_mode", "log_marginal_eta"]
 
 logger = logging.getLogger("ardselect")
 
-_LOG_2PI = float(np.log(2.0 * np.pi))
-
-#: Smallest noise variance, relative to the variance of ``y``: an exact-fit model would
-#: otherwise drive ``sigma^2`` to 0 and the marginal likelihood to infinity.
-NOISE_FLOOR = 1e-10
-#: Largest noise variance, relative to the mean square of the scaled targets (an empty model's
-#: optimum is the mean square itself; the bound only keeps the 1-D search finite).
-NOISE_CEIL = 1e3
-#: Smallest ``s (1 - s)`` used as a site precision: it underflows to 0 for ``|f| > ~745`` in
-#: float64, and the working targets need ``b > 0`` to stay finite.
-B_FLOOR = 1e-300
 #: eta-RVR: path tolerance (nats) of the intermediate rounds, and the gain of a round below
 #: which the alternation stops (a last path then runs at the estimator's ``tol``).
 ETA_PATH_TOL = 1e-3
 ETA_ROUND_TOL = 1e-3
-#: eta-RVR with ``eta_init="gp"``: largest number of points the Gaussian process is fitted to.
-ETA_GP_MAX_SAMPLES = 1000
-
-
-# --------------------------------------------------------------------------------------------------
-# Gaussian regression: the noise re-estimate
-# --------------------------------------------------------------------------------------------------
-def _optimise_noise(P, alpha, t, noise, lo, hi, max_iter=100):
-    """Maximise ``log N(t; 0, sigma^2 I + P A^-1 P^T)`` over ``u = log sigma^2``, ``alpha`` fixed.
-
-    With the thin SVD ``P A^-1/2 = U diag(sv) V^T``, ``lam = sv^2`` and ``z = U^T t`` (computed from
-    the eigen-decomposition of the ``(d, d)`` Gram matrix when ``d <= n``, which is several times
-    faster), ``-2 L(u) = sum_i [log(e^u + lam_i) + z_i^2 / (e^u + lam_i)] + n0 u + r2 e^-u +
-    const``, where ``n0 = n - len(lam)`` and ``r2 = |t|^2 - |z|^2``. Newton on ``u`` with step
-    halving (an ascent method), from the warm start ``noise``; the result is a stationary point
-    inside ``[lo, hi]`` (or a bound). The fixed point of Tipping's ``sigma^2 = |t - Phi mu|^2 / (N -
-    sum gamma)`` is the same stationary point.
-    """
-    n = t.shape[0]
-    Pt = P / np.sqrt(alpha)  # (n, d)
-    if Pt.shape[1] <= n:
-        lam, V = np.linalg.eigh(Pt.T @ Pt)  # (d,), (d, d)
-        # Directions with lam below rounding of the Gram matrix count as null directions of P.
-        keep = lam > 1e-12 * max(float(lam[-1]), 1e-300)
-        lam, V = lam[keep], V[:, keep]
-        z2 = (V.T @ (Pt.T @ t)) ** 2 / lam  # (k,) = (U^T t)^2
-    else:
-        U, sv, _ = np.linalg.svd(Pt, full_matrices=False)
-        lam = sv * sv  # (k,)
-        z2 = (U.T @ t) ** 2  # (k,)
-    r2 = max(float(t @ t - z2.sum()), 0.0)
-    n0 = n - lam.shape[0]
-    ulo, uhi = np.log(lo), np.log(hi)
-
-    def value(u):
-        v = np.exp(u) + lam
-        return -0.5 * (np.sum(np.log(v)) + np.sum(z2 / v) + n0 * u + r2 * np.exp(-u))
-
-    u = float(np.clip(np.log(noise), ulo, uhi))
-    L = value(u)
-    for _ in range(max_iter):
-        e = np.exp(u)
-        v = e + lam
-        a = e / v  # d v_i / du / v_i
-        g = -0.5 * (np.sum(a) - np.sum(z2 * a / v) + n0 - r2 / e)
-        h = -0.5 * (np.sum(a - a * a) - np.sum(z2 * (a / v - 2.0 * a * a / v)) + r2 / e)
-        step = -g / h if h < 0 else np.sign(g)
-        step = float(np.clip(step, -2.0, 2.0))  # a trust region for the non-concave stretches
-        while True:
-            u_new = float(np.clip(u + step, ulo, uhi))
-            L_new = value(u_new)
-            if L_new >= L - 1e-12 * abs(L) or abs(step) < 1e-12:
-                break
-            step *= 0.5
-        moved = abs(u_new - u)
-        u, L = u_new, L_new
-        if moved < 1e-10:
-            break
-    return float(np.exp(u))
-
-
-def _gaussian_log_ml(post: LatentPosterior, b, t) -> float:
-    """``log N(t; 0, B^-1 + Phi A^-1 Phi^T)`` from the posterior of the virtual regression."""
-    n = t.shape[0]
-    log_det_C = post.log_det_B - float(np.sum(np.log(b)))
-    quad = float(np.sum(b * t * t) - (b * t) @ post.f_mean)
-    return -0.5 * (n * _LOG_2PI + log_det_C + quad)
-
-
-class _GaussianProblem(_PathProblem):
-    """RVM regression as the sequential engine sees it; ``state`` is the noise variance."""
-
-    def __init__(self, design, allowed, t, noise0, *, noise_lo, noise_hi, fit_noise=True):
-        self.design = design  # (n, m) unit-RMS columns
-        self.allowed = allowed
-        self.t = t
-        self.noise0 = float(noise0)
-        self.noise_lo = noise_lo
-        self.noise_hi = noise_hi
-        self.fit_noise = fit_noise
-
-    def initial_virtual(self):
-        return np.full(self.t.shape[0], 1.0 / self.noise0), self.t
-
-    def posterior(self, active, alpha, noise):
-        b = np.full(self.t.shape[0], 1.0 / noise)
-        return b, LatentPosterior(self.columns(active), np.asarray(alpha, float), b, b * self.t)
-
-    def refresh(self, active, alpha, state):
-        noise = self.noise0 if state is None else state
-        if self.fit_noise:
-            noise = _optimise_noise(self.columns(active), alpha, self.t, noise, self.noise_lo,
-                                    self.noise_hi)
-        b, post = self.posterior(active, alpha, noise)
-        stats = {"log_evidence": _gaussian_log_ml(post, b, self.t), "noise_variance": noise}
-        return b, self.t, post, stats, noise
-
-
-# --------------------------------------------------------------------------------------------------
-# Logistic classification: the Laplace approximation (Bishop PRML eqs. 7.109-7.114)
-# --------------------------------------------------------------------------------------------------
-def _working(f, y, ysign):
-    """Site precisions ``b = s (1 - s)`` and IRLS working targets ``t = f + (y - s) / b``.
-
-    With the signed latent ``h = ysign f``, ``(y - s) / b = ysign (1 + exp(-h))``, so ``t = ysign (h
-    + 1 + exp(-h))`` needs no division; ``exp`` is capped at ``exp(700)`` (a sample misclassified by
-    a latent of 700 has ``b`` below ``B_FLOOR`` and no weight in the virtual regression anyway).
-    """
-    h = ysign * f
-    b = np.maximum(expit(h) * expit(-h), B_FLOOR)
-    t = ysign * (h + 1.0 + np.exp(np.minimum(-h, 700.0)))
-    return b, t
-
-
-def _log_posterior(f, w, alpha, ysign):
-    """Eq. 7.109 without its constant: ``sum_i log sigmoid(ysign_i f_i) - w^T A w / 2``."""
-    return float(np.sum(log_expit(ysign * f)) - 0.5 * np.sum(alpha * w * w))
-
-
-def laplace_mode(P, alpha, y, w0=None, *, tol=1e-10, max_iter=100):
-    """Laplace approximation of the logistic model with prior ``w ~ N(0, diag(1/alpha))``.
-
-    The mode of eq. 7.109 by IRLS: each Newton step is the posterior mean of the virtual regression
-    with precisions ``b = s (1 - s)`` and targets ``t = f + (y - s)/b`` (eqs. 7.110-7.111), computed
-    with ``nu = b f + (y - s)`` (no division by ``b``). Steps are halved until the log posterior
-    does not decrease, so the iteration converges from any start (the objective is strictly
-    concave).
-
-    Parameters
-    ----------
-    P : ndarray of shape (n_samples, d)
-        Basis columns of the active weights.
-    alpha : ndarray of shape (d,)
-        Their prior precisions (finite, positive).
-    y : ndarray of shape (n_samples,)
-        Labels in {0, 1}.
-    w0 : ndarray of shape (d,), default=None
-        Warm start (zeros by default).
-    tol : float, default=1e-10
-        Stop when the largest Newton step is below ``tol * (1 + max|w|)``.
-    max_iter : int, default=100
-        Maximum number of Newton steps.
-
-    Returns
-    -------
-    dict
-        ``w`` (mode, ``(d,)``), ``post`` (:class:`~ardselect._ep.LatentPosterior` at the mode: its
-        covariance is ``(Phi^T B Phi + A)^-1``, eq. 7.113), ``b`` and ``t`` (the virtual regression
-        at the mode), ``log_evidence`` (eq. 7.114: ``log p(y | w) - w^T A w / 2 - log|I + A^-1/2
-        Phi^T B Phi A^-1/2| / 2``), ``grad`` (the gradient of the log posterior at ``w``, eq.
-        7.110), ``n_iter``, ``converged``.
-    """
-    P = np.asarray(P, dtype=np.float64)
-    alpha = np.asarray(alpha, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    ysign = 2.0 * y - 1.0
-    d = P.shape[1]
-    w = np.zeros(d) if w0 is None else np.array(w0, dtype=np.float64)
-    f = P @ w
-    psi = _log_posterior(f, w, alpha, ysign)
-    converged = False
-    it = 0
-    for it in range(1, max_iter + 1):  # noqa: B007 (it is reported after the loop)
-        b, _ = _working(f, y, ysign)
-        nu = b * f + (y - expit(f))  # (n,) = b t
-        w_new = LatentPosterior(P, alpha, b, nu).mean
-        dw = w_new - w
-        step = 1.0
-        while True:
-            w_try = w + step * dw
-            f_try = P @ w_try
-            psi_try = _log_posterior(f_try, w_try, alpha, ysign)
-            if psi_try >= psi - 1e-13 * abs(psi) or step < 1e-10:
-                break
-            step *= 0.5
-        w, f, psi = w_try, f_try, psi_try
-        if np.max(np.abs(step * dw), initial=0.0) <= tol * (1.0 + np.max(np.abs(w), initial=0.0)):
-            converged = True
-            break
-    b, t = _working(f, y, ysign)
-    post = LatentPosterior(P, alpha, b, b * t)
-    grad = P.T @ (y - expit(f)) - alpha * w
-    log_ev = psi - 0.5 * post.log_det_B
-    return {"w": w, "post": post, "b": b, "t": t, "log_evidence": float(log_ev), "grad": grad,
-            "n_iter": it, "converged": converged}
-
-
-class _LaplaceProblem(_PathProblem):
-    """Laplace logistic classification as the sequential engine sees it; ``state`` is ``w`` (m,)."""
-
-    def __init__(self, design, allowed, y, *, irls_tol, irls_max_iter):
-        self.design = design  # (n, m) unit-RMS columns, not signed
-        self.allowed = allowed
-        self.y = y  # (n,) in {0, 1}
-        self.irls_tol = irls_tol
-        self.irls_max_iter = irls_max_iter
-        self.n_irls_unconverged = 0
-
-    def initial_virtual(self):
-        # w = 0: s = 1/2, b = 1/4, t = (y - 1/2) / (1/4) = +-2.
-        n = self.y.shape[0]
-        return np.full(n, 0.25), 4.0 * (self.y - 0.5)
-
-    def mode(self, active, alpha, state):
-        w0 = None if state is None else state[active]
-        return laplace_mode(self.columns(active), alpha, self.y, w0, tol=self.irls_tol,
-                            max_iter=self.irls_max_iter)
-
-    def refresh(self, active, alpha, state):
-        lap = self.mode(active, alpha, state)
-        if not lap["converged"]:
-            self.n_irls_unconverged += 1
-        w_full = np.zeros(self.design.shape[1])
-        w_full[active] = lap["w"]
-        stats = {"log_evidence": lap["log_evidence"], "irls_iter": lap["n_iter"]}
-        return lap["b"], lap["t"], lap["post"], stats, w_full
-
-
-# --------------------------------------------------------------------------------------------------
-# eta-RVR: the RBF kernel with one input scale per dimension
-# --------------------------------------------------------------------------------------------------
-class _ARDRBFBasis:
-    """``phi_m(x) = exp(-sum_k eta_k (x_k - x_mk)^2)``, one function per training point."""
-
-    kind = "ard-rbf"
-
-    def __init__(self, eta):
-        self.eta = np.asarray(eta, dtype=np.float64)
-
-    def fit(self, X):
-        self.centres_ = X
-        self.n_functions_ = X.shape[0]
-        return self
-
-    def transform(self, X):
-        r = np.sqrt(self.eta)
-        return rbf_kernel(_dense(X) * r, _dense(self.centres_) * r, gamma=1.0)
-
-    def function_names(self, sample_names):
-        return np.asarray([f"rv:{s}" for s in sample_names], dtype=object)
-
-
-def _dense(X):
-    return X.toarray() if sp.issparse(X) else np.asarray(X)
-
-
-def _gp_input_scales(X, t, gamma):
-    """Input scales ``eta_k = 1 / (2 l_k^2)`` of an ARD Gaussian process fitted to ``(X, t)``.
-
-    The dense model (every input point a function, no sparsity) has a smoother marginal likelihood
-    in the scales than the sparse RVM's, whose local maxima depend on where the scales start;
-    eta-RVR with ``eta_init="gp"`` starts from these. The GP is scikit-learn's, with a
-    constant times an ARD RBF kernel plus white noise, its length scales starting at the uniform
-    ``gamma`` (no random restarts: deterministic). On more than ``ETA_GP_MAX_SAMPLES`` points it
-    is fitted to that many, drawn with a fixed seed.
-    """
-    from sklearn.gaussian_process import GaussianProcessRegressor
-    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
-
-    if X.shape[0] > ETA_GP_MAX_SAMPLES:
-        idx = np.random.default_rng(0).choice(X.shape[0], ETA_GP_MAX_SAMPLES, replace=False)
-        X, t = X[np.sort(idx)], t[np.sort(idx)]
-    l0 = 1.0 / np.sqrt(2.0 * gamma)
-    kernel = (ConstantKernel(1.0, (1e-3, 1e3))
-              * RBF(np.full(X.shape[1], l0), (l0 * np.exp(-4.5), l0 * np.exp(9.0)))
-              + WhiteKernel(0.1, (1e-8, 10.0)))
-    gp = GaussianProcessRegressor(kernel, normalize_y=True, n_restarts_optimizer=0)
-    with warnings.catch_warnings():
-        # length scales at a bound are expected (irrelevant inputs); the RVM stage takes over
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        gp.fit(X, t)
-    scales = np.atleast_1d(gp.kernel_.k1.k2.length_scale).astype(np.float64)
-    return 1.0 / (2.0 * scales**2)
-
-
-def log_marginal_eta(log_eta, X, centres, alpha, noise, t, intercept_alpha=None):
-    """Log marginal likelihood of RVM regression as a function of log input scales, and gradient.
-
-    The basis is the ARD-RBF kernel on ``centres`` (plus a column of ones with precision
-    ``intercept_alpha`` when given), with the precisions ``alpha`` of the *unscaled* kernel columns
-    and the noise variance held fixed. With ``mu, Sigma`` the weight posterior, ``dL/dPhi = beta [(t
-    - Phi mu) mu^T - Phi Sigma]`` (Tipping 2001, appendix), and ``dPhi_nm / d log eta_k = -eta_k
-    (x_nk - c_mk)^2 Phi_nm``.
-
-    Parameters
-    ----------
-    log_eta : ndarray of shape (n_features,)
-    X : ndarray of shape (n_samples, n_features)
-        Training inputs.
-    centres : ndarray of shape (d, n_features)
-        Centres of the active kernel functions.
-    alpha : ndarray of shape (d,)
-    noise : float
-        Noise variance.
-    t : ndarray of shape (n_samples,)
-    intercept_alpha : float or None
-        Precision of the bias weight, or None for no bias.
-
-    Returns
-    -------
-    value : float
-    grad : ndarray of shape (n_features,)
-    """
-    eta = np.exp(log_eta)
-    r = np.sqrt(eta)
-    K = rbf_kernel(X * r, centres * r, gamma=1.0)  # (n, d)
-    P, a = K, np.asarray(alpha, dtype=np.float64)
-    if intercept_alpha is not None:
-        P = np.hstack([K, np.ones((X.shape[0], 1))])
-        a = np.append(a, intercept_alpha)
-    value, g_eta, _, _ = _log_ml_eta_full(X, centres, K, eta, P, a, noise, t)
-    return value, g_eta
-
-
-def _log_ml_eta_full(X, centres, K, eta, P, a, noise, t):
-    """Value and gradients in ``log eta``, ``log alpha`` (every column of ``P``), ``log sigma^2``.
-
-    ``dL/dlog alpha_i = (gamma_i - alpha_i mu_i^2) / 2`` with ``gamma_i = 1 - alpha_i Sigma_ii``,
-    and ``dL/dlog sigma^2 = (beta |t - Phi mu|^2 - N + sum gamma) / 2`` (Tipping 2001, sec. 2.2).
-    """
-    n = X.shape[0]
-    beta = 1.0 / noise
-    b = np.full(n, beta)
-    post = LatentPosterior(P, a, b, b * t)
-    value = _gaussian_log_ml(post, b, t)
-    Sigma = post.cov()  # (d, d)
-    resid = t - post.f_mean  # (n,)
-    G = beta * (np.outer(resid, post.mean) - P @ Sigma)  # (n, d) = dL/dPhi
-    GK = G[:, : K.shape[1]] * K  # (n, d_kernel)
-    # sum_nm GK_nm (x_nk - c_mk)^2, expanded so that no (n, d, features) array is formed
-    sq = (X * X).T @ GK.sum(axis=1) - 2.0 * np.einsum("nk,nk->k", X, GK @ centres) + (
-        (centres * centres).T @ GK.sum(axis=0))
-    gam = 1.0 - a * np.diag(Sigma)  # (d,)
-    g_alpha = 0.5 * (gam - a * post.mean**2)
-    g_noise = 0.5 * (beta * float(resid @ resid) - n + float(gam.sum()))
-    return float(value), -eta * sq, g_alpha, g_noise
-
-
-def _log_ml_joint(theta, X, centres, t, has_bias):
-    """``(L, dL/dtheta)`` for ``theta = [log eta (D), log alpha (d, bias last), log sigma^2]``."""
-    D = X.shape[1]
-    eta = np.exp(theta[:D])
-    a = np.exp(theta[D:-1])
-    noise = float(np.exp(theta[-1]))
-    r = np.sqrt(eta)
-    K = rbf_kernel(X * r, centres * r, gamma=1.0)  # (n, d_kernel)
-    P = np.hstack([K, np.ones((X.shape[0], 1))]) if has_bias else K
-    value, g_eta, g_alpha, g_noise = _log_ml_eta_full(X, centres, K, eta, P, a, noise, t)
-    return value, np.concatenate([g_eta, g_alpha, [g_noise]])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -444,12 +91,6 @@ class _RVMBase(_ARDPathEstimator):
                                    fit_noise=self.noise_variance is None)
         path = self._run_path(problem, init=init, max_init=self.max_init, tol=tol)
         return path, problem, scale
-
-
-def _require_y(est, y):
-    if y is None:
-        msg = f"{type(est).__name__} requires y to be passed, but the target y is None."
-        raise DataError(msg)
 
 
 def _check_target(y, n):
@@ -667,15 +308,16 @@ class RVMRegressor(RegressorMixin, _RVMBase):
         self.patience = patience
 
     #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
-    _parameter_constraints: dict = {
+    _constraints: dict = {
         **_RVMBase._path_constraints,
         "optimize_eta": ["boolean"],
-        "eta_init": [StrOptions({"gp", "uniform"})],
+        "eta_init": [Options({"gp", "uniform"})],
         "eta_max_iter": [Interval(Integral, 1, None, closed="left")],
         "noise_variance": [Interval(Real, 0, None, closed="neither"), None],
-        "init": [StrOptions({"auto", "single", "relevant"}),
+        "init": [Options({"auto", "single", "relevant"}),
                  Interval(Integral, 1, None, closed="left")],
     }
+    _parameter_constraints = SklearnConstraints()  # for scikit-learn's checks
 
     def fit(self, X, y):
         """Fit the RVM by the sequential marginal-likelihood algorithm.
@@ -691,11 +333,11 @@ class RVMRegressor(RegressorMixin, _RVMBase):
         -------
         self : RVMRegressor
         """
-        self._validate_params()
+        check_params(self)
         if self.optimize_eta and not (isinstance(self.kernel, str) and self.kernel == "rbf"):
             msg = f"optimize_eta=True needs kernel='rbf'; got kernel={self.kernel!r}."
             raise ValueError(msg)
-        _require_y(self, y)
+        require_y(self, y, DataError)
         X = self._validate_x(X, reset=True)
         y = _check_target(y, X.shape[0])
         basis = make_basis(self.kernel, self.gamma, self.degree, self.coef0)
@@ -993,12 +635,13 @@ class RVMClassifier(ClassifierMixin, _RVMBase):
         self.irls_max_iter = irls_max_iter
 
     #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
-    _parameter_constraints: dict = {
+    _constraints: dict = {
         **_RVMBase._path_constraints,
-        "init": [StrOptions({"single", "relevant"}), Interval(Integral, 1, None, closed="left")],
+        "init": [Options({"single", "relevant"}), Interval(Integral, 1, None, closed="left")],
         "irls_tol": [Interval(Real, 0, None, closed="neither")],
         "irls_max_iter": [Interval(Integral, 1, None, closed="left")],
     }
+    _parameter_constraints = SklearnConstraints()  # for scikit-learn's checks
 
     def fit(self, X, y):
         """Fit the Laplace RVM classifier.
@@ -1014,8 +657,8 @@ class RVMClassifier(ClassifierMixin, _RVMBase):
         -------
         self : RVMClassifier
         """
-        self._validate_params()
-        _require_y(self, y)
+        check_params(self)
+        require_y(self, y, DataError)
         X = self._validate_x(X, reset=True)
         y = np.asarray(y)
         if y.ndim == 2 and y.shape[1] == 1:

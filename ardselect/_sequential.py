@@ -189,9 +189,9 @@ def candidate_actions(S, Q, alpha, allowed, alpha_min=0.0, penalty=0.0):
     ``alpha_min``) when ``theta > 0`` and infinite otherwise. Gains: addition ``0.5 (r - 1 - log r)``
     with ``r = Q^2 / S``; re-estimate ``0.5 (Q^2 delta / (1 + S delta) - log(1 + S delta))`` with
     ``delta = 1 / a_new - 1 / alpha``; deletion ``0.5 (Q^2 / (S - alpha) - log(1 - S / alpha))``.
-    One compiled pass over the features (:func:`ardselect._kernels.candidate_actions`).
+    One compiled pass over the features (:func:`ardselect._compiled.candidate_actions`).
     """
-    from ._kernels import candidate_actions as compiled  # numba loads at the first fit
+    from ._compiled import candidate_actions as compiled  # numba loads at the first fit
 
     S = np.ascontiguousarray(S, dtype=np.float64)
     pen = np.ascontiguousarray(np.broadcast_to(np.asarray(penalty, dtype=np.float64), S.shape))

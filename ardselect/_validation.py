@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import check_array
 
+from ._lazy import LazyDesign, column_range
 from .exceptions import DataError, LabelError
 
 __all__ = [
@@ -98,28 +99,8 @@ def check_design(X, *, estimator_name: str = "estimator", accept_sparse: bool = 
     return X
 
 
-def column_range(X) -> tuple[np.ndarray, np.ndarray]:
-    """Per-column minimum and maximum; for sparse X the implicit zeros count as values."""
-    if not sp.issparse(X):
-        X = np.asarray(X)
-        return X.min(axis=0), X.max(axis=0)
-    X = sp.csc_matrix(X)
-    n = X.shape[0]
-    nnz = np.diff(X.indptr)
-    mx = np.full(X.shape[1], -np.inf)
-    mn = np.full(X.shape[1], np.inf)
-    has = nnz > 0
-    if has.any():
-        mx[has] = np.maximum.reduceat(X.data, X.indptr[:-1][has])
-        mn[has] = np.minimum.reduceat(X.data, X.indptr[:-1][has])
-    partial = nnz < n
-    return np.where(partial, np.minimum(mn, 0.0), mn), np.where(partial, np.maximum(mx, 0.0), mx)
-
-
 def constant_columns(X) -> np.ndarray:
     """Boolean mask of the columns of X whose values are all equal (all-zero columns included)."""
-    from ._lazy import LazyDesign  # (here: _lazy imports this module)
-
     if isinstance(X, LazyDesign):  # from its moments (one pass)
         return X.constant_columns()
     if sp.issparse(X):
@@ -230,3 +211,40 @@ def check_class_labels(labels: pd.Series) -> None:
         msg = (f"{single.size} class(es) have a single sample ({shown}); a classifier needs at "
                "least two per class: merge or drop them")
         raise LabelError(msg)
+
+
+def n_rows(X) -> int:
+    """The number of samples of an input not yet validated (array, sparse, frame or sequence)."""
+    if not hasattr(X, "shape") and not hasattr(X, "__len__") and hasattr(X, "__array__"):
+        X = np.asarray(X)
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) > 0 and isinstance(shape[0], (int, np.integer)):
+        return int(shape[0])
+    try:
+        return len(X)
+    except TypeError:
+        msg = f"Expected sequence or array-like, got {type(X)}"
+        raise TypeError(msg) from None
+
+
+def take_rows(X, rows):
+    """Rows ``rows`` of an input not yet validated, of the same kind (frame, array, list)."""
+    if X is None:
+        return None
+    if hasattr(X, "iloc"):
+        return X.iloc[rows]
+    if hasattr(X, "shape"):
+        return X[rows]
+    if not hasattr(X, "__len__") and hasattr(X, "__array__"):
+        return np.asarray(X)[rows]
+    return [X[i] for i in rows]
+
+
+def require_y(estimator, y, error=LabelError) -> None:
+    """Refuse ``y=None`` in scikit-learn's words.
+
+    ``error`` is the class raised: ``LabelError`` for the classifiers, ``DataError`` for the RVMs.
+    """
+    if y is None:
+        msg = f"{type(estimator).__name__} requires y to be passed, but the target y is None."
+        raise error(msg)

@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from sklearn.base import clone
-from sklearn.utils._param_validation import InvalidParameterError
 
+from ._constraints import ParameterError
 from ._criteria import CRITERIA
 from ._validation import check_class_labels, check_finite_named
 from .exceptions import ArdselectError, DataError, LabelError
@@ -211,7 +211,7 @@ def partitions(y, *, n_splits=20, train_size=2 / 3, groups=None, random_state=0)
             or (isinstance(random_state, Integral) and 0 <= random_state < 2**32)):
         msg = (f"The 'random_state' parameter of the partitions must be an int in [0, 2**32 - 1], "
                f"a RandomState or None. Got {random_state!r} instead.")
-        raise InvalidParameterError(msg)
+        raise ParameterError(msg)
     frac = float(train_size) / n if train_size >= 1 else float(train_size)
     if not 0 < frac < 1 or (train_size >= 1 and train_size != int(train_size)):
         # A count must be whole: 1.5 would otherwise become a training part of one sample.

@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 
+from ._constraints import Interval, Options, ParameterError, SklearnConstraints, check_params
 from ._lazy import combine_moments, is_dask, moments, reduce_rows
 from ._validation import check_design, constant_columns, nonfinite_message
 from .exceptions import DataError
@@ -192,20 +192,21 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         self.standardize = standardize
 
     #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
-    _parameter_constraints: dict = {
-        "log": [StrOptions(set(LOG_CHOICES))],
+    _constraints: dict = {
+        "log": [Options(set(LOG_CHOICES))],
         "pseudocount": [Interval(Real, 0, None, closed="left"), None],
         "floor": [Interval(Real, None, None, closed="neither"), None],
         "cap": [Interval(Real, None, None, closed="neither"), None],
         "standardize": ["boolean"],
     }
+    _parameter_constraints = SklearnConstraints()  # for scikit-learn's checks
 
     # The steps ----------------------------------------------------------------------------
     def _check_params(self):
-        self._validate_params()
+        check_params(self)
         if self.floor is not None and self.cap is not None and self.floor >= self.cap:
             msg = f"floor ({self.floor}) must be below cap ({self.cap})"
-            raise InvalidParameterError(msg)
+            raise ParameterError(msg)
 
     @staticmethod
     def _clip(X, floor, cap):

@@ -268,7 +268,7 @@ def test_compiled_sweeps_hand_a_failed_factorisation_to_the_numpy_loop(monkeypat
     X, y = _toy(1, 10, 3)
     P = y[:, None] * X
     P[2, 1] = np.nan
-    from ardselect._kernels import ep_sweeps
+    from ardselect._compiled import ep_sweeps
 
     site = np.zeros((2, 10))
     status = ep_sweeps(np.ascontiguousarray(P.T), weight=True, diag_K=np.zeros(0), site=site,
@@ -285,7 +285,7 @@ def test_compiled_loops_fall_back_to_per_process_compilation(monkeypatch):
     # are then compiled without a disk cache instead of failing the import.
     from numba.core import caching
 
-    from ardselect._kernels import _jit
+    from ardselect._compiled import _jit
 
     monkeypatch.setattr(caching.CacheImpl, "_locator_classes", [])
     monkeypatch.delenv("NUMBA_CACHE_LOCATOR_CLASSES", raising=False)
@@ -302,7 +302,7 @@ def test_compiled_sweeps_equal_the_numpy_loop_on_hard_random_problems(monkeypatc
     # Scales from 1e-6 to 1e6, duplicated columns, separable and noisy labels, tiny and large prior
     # precisions, damping and short sweep budgets: the compiled loop (forced for every size) and
     # the numpy loop take the same number of sweeps and give the same evidence and weights.
-    from ardselect import _kernels
+    from ardselect import _compiled as _kernels
 
     calls = []
     compiled = _kernels.ep_sweeps

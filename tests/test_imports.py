@@ -1,0 +1,87 @@
+"""The package's modules import one another without a cycle (docs/guide/layout.md).
+
+Two checks: the graph of imports between the package's own modules has no cycle (an import
+deferred into a function counts too: it hides a cycle rather than removing it), and each module,
+imported first into an interpreter that holds no module of the package, loads.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import ardselect
+
+PACKAGE = Path(ardselect.__file__).parent
+CLI = PACKAGE.parent / "cli"
+
+
+def _modules():
+    names = {}
+    for path in sorted(PACKAGE.glob("*.py")):
+        stem = path.stem
+        names["ardselect" if stem == "__init__" else f"ardselect.{stem}"] = path
+    for path in sorted(CLI.glob("*.py")):
+        stem = path.stem
+        names["ardselect_cli" if stem == "__init__" else f"ardselect_cli.{stem}"] = path
+    return names
+
+
+def _imports(name, path, known):
+    """The package modules ``name`` imports, at module level or inside a function."""
+    package = name if path.stem == "__init__" else name.rsplit(".", 1)[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+
+    def visit(body):
+        for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                    mod = f"{base}.{node.module}" if node.module else base
+                else:
+                    mod = node.module
+                found.add(mod)
+                found.update(f"{mod}.{a.name}" for a in node.names)
+
+    visit(tree.body)
+    return {m for m in found if m in known and m != name}
+
+
+def test_no_import_cycle():
+    modules = _modules()
+    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+    state = {}  # 1: on the current path, 2: done
+
+    def walk(node, trail):
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycle = [*trail[trail.index(nxt):], nxt]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                walk(nxt, [*trail, nxt])
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            walk(name, [name])
+
+
+def test_every_module_imports_first():
+    names = [n for n in _modules() if n != "ardselect_cli.__main__"]
+    code = (
+        "import importlib, sys\n"
+        f"for name in {names!r}:\n"
+        "    for loaded in [m for m in sys.modules if m.split('.')[0] in "
+        "('ardselect', 'ardselect_cli')]:\n"
+        "        del sys.modules[loaded]\n"
+        "    importlib.import_module(name)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=False)
+    assert result.returncode == 0, result.stderr
