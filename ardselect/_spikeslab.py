@@ -20,11 +20,11 @@ from scipy.special import logsumexp, ndtri_exp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_selection import SelectorMixin
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import ConstantFeatureWarning, label
 from ._classifier import INTERCEPT_ALPHA
+from ._constraints import Interval, Options, SklearnConstraints, check_params
 from ._lazy import is_dask
 from ._probit import log_Phi
 from ._spikeslab_ep import run_spikeslab_ep
@@ -300,7 +300,7 @@ class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, BaseEstimator):
     (2, 2)
     """
 
-    _parameter_constraints: dict = {
+    _constraints: dict = {
         "prior_genes": [tuple, list],
         "prior_inclusion": [Interval(Real, 0, 1, closed="right"), None],
         "slab_variance": [Interval(Real, 0, None, closed="neither")],
@@ -312,8 +312,9 @@ class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, BaseEstimator):
         "damping": [Interval(Real, 0, 1, closed="right")],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "constant_features": [StrOptions({"warn", "ignore", "raise"})],
+        "constant_features": [Options({"warn", "ignore", "raise"})],
     }
+    _parameter_constraints = SklearnConstraints()  # for scikit-learn's checks
 
     def __init__(self, *, prior_genes=(1, 2, 5, 10, 20), prior_inclusion=None, slab_variance=1.0,
                  fit_intercept=True, intercept_alpha=INTERCEPT_ALPHA, threshold=0.5, coverage=0.95,
@@ -383,7 +384,7 @@ class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, BaseEstimator):
         -------
         self : SpikeSlabClassifier
         """
-        self._validate_params()
+        check_params(self)
         if y is None:
             msg = f"{type(self).__name__} requires y to be passed, but the target y is None."
             raise LabelError(msg)
