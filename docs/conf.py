@@ -3,7 +3,9 @@
 Built with ``sphinx-build -W -b html docs docs/_build/html`` (warnings are errors; the test
 ``tests/test_docs.py`` runs it). Two kinds of page are generated at build time into
 ``docs/_generated/`` (not kept in git): the CLI reference, from the typer app's own ``--help``,
-and one page per vignette, from its Jupytext percent cells.
+and one page per vignette, from its Jupytext percent cells, executed in the vignette's quick mode
+with each cell's printed output and figures under it (``ARDSELECT_DOCS_NO_RUN=1`` shows the code
+alone, for a fast draft build).
 """
 
 from __future__ import annotations
@@ -95,22 +97,83 @@ def _cli_page() -> str:
     return "\n".join(parts)
 
 
+def _run_cells(path: Path, cells: list[str], out_dir: Path) -> list[tuple[str, list[Path]]]:
+    """Run a vignette's code cells in order, in one namespace: each cell's output and new figures.
+
+    Quick mode (``ARDSELECT_QUICK=1``), figures written to ``out_dir``, the working directory a
+    scratch folder (the vignettes write their inputs there). A cell that raises stops the build.
+    """
+    import contextlib
+    import io
+    import os
+    import tempfile
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for old in out_dir.glob("*"):
+        old.unlink()
+    env = {"ARDSELECT_QUICK": "1", "ARDSELECT_VIGNETTE_OUT": str(out_dir)}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    namespace = {"__name__": "__main__", "__file__": str(path)}
+    results = []
+    cwd = Path.cwd()
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            os.chdir(scratch)
+            for code in cells:
+                before = set(out_dir.iterdir())
+                buffer = io.StringIO()
+                with contextlib.redirect_stdout(buffer):
+                    exec(compile(code, str(path), "exec"), namespace)  # noqa: S102
+                new = sorted(f for f in set(out_dir.iterdir()) - before if f.suffix == ".png")
+                # (the figures' folder is named as a reader running the script would see it)
+                printed = buffer.getvalue().replace(str(out_dir), "vignette_output")
+                results.append((printed, new))
+    finally:
+        os.chdir(cwd)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return results
+
+
 def _vignette_page(path: Path) -> str:
-    """A Jupytext percent script as a Markdown page: markdown cells as text, code cells as code."""
+    """A Jupytext percent script as a Markdown page: markdown cells as text, code cells as code.
+
+    Unless ``ARDSELECT_DOCS_NO_RUN`` is set, the code cells are run (:func:`_run_cells`) and
+    each is followed by what it printed and the figures it wrote.
+    """
+    import os
+
     text = path.read_text(encoding="utf-8")
     text = re.sub(r"\A# ---\n.*?\n# ---\n", "", text, flags=re.S)  # the Jupytext header
     # Links to the package's source files work in a clone, not on the site: keep their text.
     text = re.sub(r"\[([^\]]+)\]\((?!https?:)[^)]+\.py\)", r"\1", text)
     cells = re.split(r"^# %%(.*)$", text, flags=re.M)
+    pairs = list(zip(cells[1::2], cells[2::2], strict=True))
+    code = [body for marker, body in pairs if "[markdown]" not in marker and body.strip()]
+    run = not os.environ.get("ARDSELECT_DOCS_NO_RUN")
+    figures = GENERATED / "tutorials" / f"{path.stem}_files"
+    outputs = iter(_run_cells(path, code, figures) if run else [])
     out = [f"<!-- generated from vignettes/{path.name} -->\n"]
-    for marker, body in zip(cells[1::2], cells[2::2], strict=True):
+    for marker, body in pairs:
         if "[markdown]" in marker:
             lines = [ln[2:] if ln.startswith("# ") else ln.lstrip("#") for ln in body.splitlines()]
             out.append("\n".join(lines).strip() + "\n")
         elif body.strip():
             out.append(f"```python\n{body.strip()}\n```\n")
-    out.append(f"Run it with `python vignettes/{path.name}` from a clone (`ARDSELECT_QUICK=1` for "
-               "the quick version the tests run).\n")
+            printed, pngs = next(outputs, ("", []))
+            if printed.strip():
+                out.append(f"```text\n{printed.rstrip()}\n```\n")
+            out.extend(f"![{png.stem}]({figures.name}/{png.name})\n" for png in pngs)
+    note = ("The outputs above are those of the quick version (`ARDSELECT_QUICK=1`: fewer "
+            "partitions and smaller fits), run when these pages were built. " if run else "")
+    out.append(f"{note}Run it with `python vignettes/{path.name}` from a clone.\n")
     return "\n".join(out)
 
 

@@ -46,10 +46,11 @@ def one_error(result, code, pattern):
 
 @pytest.mark.parametrize("repeats", [1, 2])
 def test_grouped_inner_folds_never_split_a_group(repeats):
+    from ardselect._cv import make_folds
+
     X, y, donors = donor_data()
-    est = ARDClassifier(cv_repeats=repeats)
     for n_folds in (2, 3, 5):
-        folds = est._folds(y, n_folds, donors)
+        folds = make_folds(y, n_folds, repeats, 0, donors)
         assert len(folds) == n_folds * repeats
         for r in range(repeats):
             tests = np.concatenate([te for tr, te, off in folds if off == r * y.size])
