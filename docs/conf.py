@@ -101,7 +101,8 @@ def _run_cells(path: Path, cells: list[str], out_dir: Path) -> list[tuple[str, l
     """Run a vignette's code cells in order, in one namespace: each cell's output and new figures.
 
     Quick mode (``ARDSELECT_QUICK=1``), figures written to ``out_dir``, the working directory a
-    scratch folder (the vignettes write their inputs there). A cell that raises stops the build.
+    scratch folder (the vignettes write their inputs there). A cell that raises stops the build;
+    one that exits (a vignette whose data is missing) ends the run there.
     """
     import contextlib
     import io
@@ -126,12 +127,18 @@ def _run_cells(path: Path, cells: list[str], out_dir: Path) -> list[tuple[str, l
             for code in cells:
                 before = set(out_dir.iterdir())
                 buffer = io.StringIO()
+                stopped = False
                 with contextlib.redirect_stdout(buffer):
-                    exec(compile(code, str(path), "exec"), namespace)  # noqa: S102
+                    try:
+                        exec(compile(code, str(path), "exec"), namespace)  # noqa: S102
+                    except SystemExit:  # the vignette stops itself (its data is not here)
+                        stopped = True
                 new = sorted(f for f in set(out_dir.iterdir()) - before if f.suffix == ".png")
                 # (the figures' folder is named as a reader running the script would see it)
                 printed = buffer.getvalue().replace(str(out_dir), "vignette_output")
                 results.append((printed, new))
+                if stopped:
+                    break
     finally:
         os.chdir(cwd)
         for k, v in saved.items():
