@@ -154,7 +154,7 @@ def fit(
         int,
         typer.Option("--n-jobs", "-j", help="Parallel workers for the classes and the "
                      "cross-validation's folds (-1: all cores); the results do not depend on it."),
-    ] = 1,
+    ] = -1,
     lazy: Annotated[
         bool,
         typer.Option("--lazy", help="h5ad/zarr only: leave X on disk, read in chunks of 10,000 "
