@@ -52,6 +52,7 @@ from ._util import (
     path_progress,
     stdout_console,
     summary_table,
+    warn_line,
 )
 
 FIT_OUTPUTS = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "weights.png", "certainty.png",
@@ -62,6 +63,10 @@ FRONTIER_OUTPUTS = ("frontier.tsv", "frontier.png")
 SPIKESLAB_OUTPUTS = ("genes.tsv", "credible_sets.tsv", "genes.gmt")
 #: Everything ``fit`` may write in its folder (``rnk/`` with more than two classes): an existing
 #: folder holding anything else is not replaced.
+#: Above this many samples without ``--max-samples``, ``fit`` says how long the exact fit can take
+#: and how to fit a sketch (:data:`SKETCH_HINT` samples) instead.
+LARGE_FIT = 20_000
+SKETCH_HINT = 5_000
 #: Written with ``--groups`` only.
 GROUP_OUTPUTS = ("groups.tsv",)
 FIT_FOLDER = (*FIT_OUTPUTS, *FRONTIER_OUTPUTS, *GROUP_OUTPUTS, "credible_sets.tsv", "genes.rnk",
@@ -258,6 +263,11 @@ def fit(
         if multiclass.value == "shared":
             n_problems = 1  # one path for all classes
         n_paths = n_problems * (1 + n_folds)
+        if max_samples is None and adata.n_obs > LARGE_FIT:
+            warn_line(
+                f"{adata.n_obs:,} samples and no --max-samples: the exact fit runs EP on every "
+                f"sample along {n_paths} paths and can take hours; --max-samples "
+                f"{SKETCH_HINT} fits a stratified sketch of {SKETCH_HINT:,} instead")
         with path_progress(n_paths, quiet=quiet):
             ardselect.rank_genes(
                 adata,

@@ -214,3 +214,20 @@ def test_cli_says_when_x_is_scaled_and_raw_is_not(tmp_path):
     quiet = run("fit", path, "--label-key", "cell_type", "--use-raw", "-o", tmp_path / "r")
     assert quiet.exit_code == 0, quiet.stderr
     assert "adata.raw" not in quiet.stderr
+
+
+def test_cli_says_how_long_an_exact_fit_of_many_samples_can_take(tmp_path, monkeypatch):
+    from ardselect_cli import fit as fit_command
+
+    path = tmp_path / "cells.h5ad"
+    _adata().write_h5ad(path)
+    monkeypatch.setattr(fit_command, "LARGE_FIT", 100)  # the data hold 180 cells
+    result = run("fit", path, "--label-key", "cell_type", "-o", tmp_path / "exact")
+    assert result.exit_code == 0, result.stderr
+    lines = [ln for ln in result.stderr.splitlines() if "--max-samples" in ln]
+    assert len(lines) == 1
+    assert "180 samples and no --max-samples" in lines[0]
+    sketched = run("fit", path, "--label-key", "cell_type", "--max-samples", "120", "-o",
+                   tmp_path / "sketch")
+    assert sketched.exit_code == 0, sketched.stderr
+    assert "no --max-samples" not in sketched.stderr
