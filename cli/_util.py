@@ -61,25 +61,47 @@ def _package_of(w) -> str:
     return path.stem
 
 
-def _relay_warnings(caught, *, debug: bool) -> None:
-    """Relay ardselect's own warnings as one ``warning:`` line each; others (anndata, ...) counted in one note.
+class _WarningRelay:
+    """ardselect's own warnings as they are issued, one ``warning:`` line each; others noted once.
 
-    A warning is ours when its category is defined in ardselect or it was issued from ardselect's
-    code; scikit-learn's ``ConvergenceWarning`` raised by our estimators counts as ours.
+    Other packages' warnings (anndata, ...) are counted and noted at the end (:meth:`close`). A
+    warning is ours when its category is defined in ardselect or it was issued from ardselect's
+    code; scikit-learn's ``ConvergenceWarning`` raised by our estimators counts as ours. Installed
+    as ``warnings.showwarning``, so that a notice issued before a long fit is read before it.
     """
-    seen = set()
-    foreign: dict[str, list[str]] = {}
-    for w in caught:
-        if issubclass(w.category, FutureWarning) and not debug:
-            continue
+
+    def __init__(self, *, debug: bool):
+        self.debug = debug
+        self.seen: set[str] = set()
+        self.foreign: dict[str, list[str]] = {}
+
+    def __call__(self, message, category, filename, lineno, file=None, line=None):
+        w = warnings.WarningMessage(message, category, filename, lineno, file, line)
+        if issubclass(w.category, FutureWarning) and not self.debug:
+            return
         ours = w.category.__module__.startswith("ardselect") or _package_of(w) == "ardselect"
         if ours:
             text = f"{w.category.__name__}: {w.message}"
-            if text not in seen:
-                seen.add(text)
+            if text not in self.seen:
+                self.seen.add(text)
                 warn_line(str(w.message))
         else:
-            foreign.setdefault(_package_of(w), []).append(" ".join(str(w.message).split()))
+            self.foreign.setdefault(_package_of(w), []).append(" ".join(str(w.message).split()))
+
+    def close(self) -> None:
+        _note_foreign(self.foreign, debug=self.debug)
+
+
+def _relay_warnings(caught, *, debug: bool) -> None:
+    """Relay recorded warnings (``warnings.WarningMessage``) as :class:`_WarningRelay` does."""
+    relay = _WarningRelay(debug=debug)
+    for w in caught:
+        relay(w.message, w.category, w.filename, w.lineno, w.file, w.line)
+    relay.close()
+
+
+def _note_foreign(foreign: dict, *, debug: bool) -> None:
+    """One note per package whose warnings were held back (each message with ARDSELECT_DEBUG)."""
     for package, messages in foreign.items():
         if debug:
             for m in dict.fromkeys(messages):
@@ -121,12 +143,14 @@ def handle_errors():
 
     debug = os.environ.get("ARDSELECT_DEBUG", "") not in ("", "0")
     try:
-        with signals_raise(), warnings.catch_warnings(record=True) as caught:
+        relay = _WarningRelay(debug=debug)
+        with signals_raise(), warnings.catch_warnings():
             warnings.simplefilter("always")
+            warnings.showwarning = relay
             try:
                 yield
             finally:
-                _relay_warnings(caught, debug=debug)
+                relay.close()
     except typer.Exit:
         raise
     except UsageError as exc:
