@@ -553,7 +553,7 @@ def rank_genes(
     adata : anndata.AnnData or None
         The copy if ``copy=True``, else ``None``. Writes, with ``key = key_added``:
 
-        * ``var[f"{key}_rank"]`` (int64): rank of the gene, 1 = most relevant (multi-class: its
+        * ``var[f"{key}_rank"]`` (int64): rank of the gene, 1 = first (multi-class: its
           best rank over the classes);
         * ``var[f"{key}_selected"]`` (bool): in the chosen model (of any class);
         * ``var[f"{key}_weight"]`` (float64): posterior mean weight of the standardised gene, 0

@@ -17,13 +17,20 @@ from pathlib import Path
 FIT_COLUMNS = {
     "class": "The class of the binary problem: that class against the rest (multi-class), or "
              "the positive class.",
-    "rank": "1 = most relevant. Selected genes come first, by relevance, then by |z|.",
+    "rank": "1 = first. Selected genes come first, by contribution; the others by the evidence "
+            "they would add to the model.",
     "gene": "The gene's identifier in the data (var name or table column).",
     "description": "Its symbol or description, when the data carry one.",
+    "contribution": "The weight times the gene's mean in the class minus its mean in the rest: "
+                    "the gene's part of the gap between the model's mean class score in the "
+                    "class and in the rest, which the selected genes' contributions add up to. "
+                    "It orders the selected genes; negative for a gene whose weight opposes its "
+                    "own class difference (it corrects the others).",
+    "std_weight": "The weight times the gene's standard deviation in the training data: how far "
+                  "the class score moves per standard deviation of the gene.",
     "relevance": "The prior variance the evidence gives the gene beside the model's other genes "
                  "(1/alpha on the unit-RMS scale, without the precision floor): how strongly the "
-                 "data ask for this gene. It orders the selected genes; 0 when the evidence "
-                 "would leave the gene out.",
+                 "data ask for this gene; 0 when the evidence would leave the gene out.",
     "mean": "The weight: posterior mean of the gene's weight in the probit model, per standard "
             "deviation of the gene (after preprocessing). Positive: the gene pushes towards the "
             "class. A weight is conditional on the other genes: correlated genes share signal.",
