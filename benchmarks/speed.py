@@ -14,7 +14,7 @@ the other jobs too). The engine's own counts are printed beside: path steps, EP 
 candidate rescorings and the features scored exactly per step (``ardselect._screening``).
 
 The default fit is also timed with the EP sweeps in the numpy/BLAS loop instead of the compiled one
-(``ardselect._ep.KERNEL_MAX_WORK = -1``), the engine before the compiled loop. ``--ep-kernel``
+(``ardselect._ep.KERNEL_MAX_WORK = -1``), what the compiled loop saves. ``--ep-kernel``
 prints instead, for EP runs of growing size, the compiled loop's time beside the BLAS loop's on the
 same problem: the measurement behind ``KERNEL_MAX_WORK``, the work (``m^2 n``) up to which a design
 goes to the compiled loop.
@@ -94,7 +94,7 @@ def ep_kernel_limit(limit):
 
 
 def numpy_ep_loop(fn):
-    """``fn()`` with every EP run in the numpy/BLAS loop (the engine before the compiled loop)."""
+    """``fn()`` with every EP run in the numpy/BLAS loop instead of the compiled one."""
 
     def run():
         with ep_kernel_limit(-1):
@@ -166,8 +166,8 @@ def main(argv=None):
         rows.append((f"ARD-EP {label}: full path {steps} steps, {sweeps} EP sweeps, {full} full "
                      f"rescorings, {exact:.0f} of {Xtr.shape[1]} genes scored exactly per step", t))
     t_ard = rows[0][1]
-    rows.insert(1, ("ARD-EP default with the EP sweeps in the numpy/BLAS loop (before the compiled "
-                    "loop)", median_time(numpy_ep_loop(lambda: ARDClassifier().fit(Xtr, ytr)),
+    rows.insert(1, ("ARD-EP default with the EP sweeps in numpy/BLAS instead of the compiled "
+                    "loop", median_time(numpy_ep_loop(lambda: ARDClassifier().fit(Xtr, ytr)),
                                          args.repeats)))
     rows.append(("L1-logistic, one C (liblinear)", median_time(
         lambda: LogisticRegression(l1_ratio=1.0, solver="liblinear", C=1.0).fit(Xtr, ytr),
