@@ -290,53 +290,8 @@ def _rank_core(
         ranked["entered_step"] = ranked["entered_step"].astype("Int64")
     dropped = gene_names[~pre.keep_]
     if dropped.size:
-        extra = []
-        for cls, block in ranked.groupby("class", sort=False):
-            n = len(block)
-            if spikeslab:
-                # Dropped before the fit (constant): out of the model, no evidence either way.
-                extra.append(pd.DataFrame({
-                    "class": cls,
-                    "rank": np.arange(n + 1, n + 1 + dropped.size),
-                    "gene": dropped,
-                    "description": descriptions[~pre.keep_],
-                    "selected": False,
-                    "pip": 0.0,
-                    "credible_set": pd.array([pd.NA] * dropped.size, dtype="Int64"),
-                    "set_pip": np.nan,
-                    "log_bf": np.nan,
-                    "mean": 0.0,
-                    "sd": 0.0,
-                    "z": np.nan,
-                    "p_sign": np.nan,
-                    "t_stat": np.nan,
-                }))
-                continue
-            extra.append(
-                pd.DataFrame(
-                    {
-                        "class": cls,
-                        "rank": np.arange(n + 1, n + 1 + dropped.size),
-                        "gene": dropped,
-                        "description": descriptions[~pre.keep_],
-                        "selected": False,
-                        "contribution": 0.0,
-                        "std_weight": 0.0,
-                        "relevance": 0.0,
-                        "mean": 0.0,
-                        "sd": 0.0,
-                        "alpha": np.inf,
-                        "entered_step": pd.array([pd.NA] * dropped.size, dtype="Int64"),
-                        # Dropped before the fit (constant): no evidence either way.
-                        "log_bf": np.nan,
-                        "p_sign": np.nan,
-                        "z": np.nan,
-                        "log_bf_marginal": np.nan,
-                        "cv_frequency": np.nan,
-                        "t_stat": np.nan,
-                    }
-                )
-            )
+        extra = [_dropped_rows(block, cls, dropped, descriptions[~pre.keep_])
+                 for cls, block in ranked.groupby("class", sort=False)]
         parts = []
         for (_cls, block), add in zip(ranked.groupby("class", sort=False), extra, strict=True):
             parts.extend([block, add])
@@ -410,6 +365,35 @@ def _rank_core(
         model=model,
         dropped=dropped,
     )
+
+
+#: The values of a gene dropped before the fit (constant): out of the model, no evidence either
+#: way; a column not named here is NaN.
+_DROPPED_VALUES = {"selected": False, "contribution": 0.0, "std_weight": 0.0, "relevance": 0.0,
+                   "pip": 0.0, "mean": 0.0, "sd": 0.0, "alpha": np.inf}
+_DROPPED_MISSING_INT = ("entered_step", "credible_set")
+
+
+def _dropped_rows(block: pd.DataFrame, cls, dropped, descriptions) -> pd.DataFrame:
+    """The rows of a ranked table for the genes dropped before the fit (constant ones).
+
+    They follow the ranked genes of class ``cls`` (``block``): out of the model
+    (:data:`_DROPPED_VALUES`), the table's other number columns missing, its other columns left
+    to the concatenation.
+    """
+    k = dropped.size
+    values = {"class": cls, "rank": np.arange(len(block) + 1, len(block) + 1 + k),
+              "gene": dropped, "description": descriptions}
+    for col, dtype in block.dtypes.items():
+        if col in values:
+            continue
+        if col in _DROPPED_MISSING_INT:
+            values[col] = pd.array([pd.NA] * k, dtype="Int64")
+        elif col in _DROPPED_VALUES:
+            values[col] = _DROPPED_VALUES[col]
+        elif pd.api.types.is_float_dtype(dtype):
+            values[col] = np.nan
+    return pd.DataFrame(values)
 
 
 def _find_symbols(var: pd.DataFrame, symbol_key: str | None):

@@ -272,7 +272,6 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
             adata.varm[f"{key}_{c}"] = certainty[c]
         if spikeslab:
             adata.varm[f"{key}_credible_set"] = credible_set
-    pre = result.preprocessor
     if spikeslab:
         adata.uns[key] = _spikeslab_record(adata, result, problems, params, symbol_key)
         return
@@ -294,20 +293,25 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
                              else len(result.estimator.sketch_)),
         # Passes over the chunks of a lazily read X fitted exactly (0: the fit held its rows).
         "n_store_passes": int(getattr(result.estimator, "_n_passes", 0)),
-        "preprocessing": {
-            "log": pre.log_,
-            "description": pre.describe(),
-            "n_dropped": int(pre.n_dropped_),
-            "dropped": np.asarray(result.dropped, dtype=object),
-            "symbol_key": "None" if symbol_key is None else str(symbol_key),
-        },
+        "preprocessing": _preprocessing_record(result, symbol_key),
         "model_json": result.model.to_json(),
+    }
+
+
+def _preprocessing_record(result: RankResult, symbol_key) -> dict:
+    """``uns[key]["preprocessing"]``: what the preprocessing did, and the symbol column."""
+    pre = result.preprocessor
+    return {
+        "log": pre.log_,
+        "description": pre.describe(),
+        "n_dropped": int(pre.n_dropped_),
+        "dropped": np.asarray(result.dropped, dtype=object),
+        "symbol_key": "None" if symbol_key is None else str(symbol_key),
     }
 
 
 def _spikeslab_record(adata, result: RankResult, problems, params, symbol_key):
     """``uns[key]`` of ``model="spike-slab"``: no path, frontier, chosen step or portable model."""
-    pre = result.preprocessor
     return {
         "params": _uns_value(params),
         "model": "spike-slab",
@@ -321,11 +325,5 @@ def _spikeslab_record(adata, result: RankResult, problems, params, symbol_key):
         "hyper": _table_to_uns(result.hyper),
         "n_fit_samples": int(adata.n_obs),
         "n_store_passes": 0,
-        "preprocessing": {
-            "log": pre.log_,
-            "description": pre.describe(),
-            "n_dropped": int(pre.n_dropped_),
-            "dropped": np.asarray(result.dropped, dtype=object),
-            "symbol_key": "None" if symbol_key is None else str(symbol_key),
-        },
+        "preprocessing": _preprocessing_record(result, symbol_key),
     }

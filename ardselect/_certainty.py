@@ -92,55 +92,52 @@ def inclusion_certainty(s, q, g_max, prior_inclusion=0.5):
     return log_bf, pip, np.clip(p_positive, 0.0, 1.0)
 
 
-def column_sd(design):
-    """Standard deviation of every column over the rows (divisor ``n``).
+def class_statistics(design, in_class):
+    """Welch's t, difference of class means and overall sd of every column, in one set of passes.
 
-    ``design`` is ``(n, m)``, dense, sparse or a :class:`ardselect._lazy.LazyDesign` (two passes
-    over its chunks).
+    The t statistic and the difference compare the rows ``in_class`` with the others; the standard
+    deviation is over all rows (divisor ``n``). ``design`` is ``(n, m)``, dense, sparse or a :class:`ardselect._lazy.LazyDesign` (three passes
+    over its chunks); ``in_class`` a boolean ``(n,)``. The t statistic is positive where the
+    column's mean is higher in the class, NaN where both groups are constant or a group has fewer
+    than two rows; the difference is NaN where a group is empty.
 
     Examples
     --------
     >>> import numpy as np
-    >>> column_sd(np.array([[1.0, 5.0], [3.0, 5.0]]))
-    array([1., 0.])
+    >>> X = np.array([[1.0, 5.0], [2.0, 5.0], [3.0, 5.0], [4.0, 5.0]])
+    >>> t, diff, sd = class_statistics(X, np.array([False, False, True, True]))
+    >>> np.round(t, 3), diff, np.round(sd, 3)
+    (array([2.828,   nan]), array([2., 0.]), array([1.118, 0.   ]))
     """
     from ._sequential import _col_sq_norms_weighted
 
-    n = design.shape[0]
-    ones = np.ones(n)
-    mean = np.asarray(design.T @ ones).ravel() / n
-    sq = _col_sq_norms_weighted(design, ones) / n
-    return np.sqrt(np.maximum(sq - mean * mean, 0.0))
-
-
-def class_mean_difference(design, in_class):
-    """Mean of every column over the rows ``in_class`` minus its mean over the others.
-
-    ``design`` is ``(n, m)``, dense, sparse or a :class:`ardselect._lazy.LazyDesign` (one pass);
-    NaN when either group is empty.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> class_mean_difference(np.array([[1.0, 5.0], [3.0, 5.0], [6.0, 5.0]]),
-    ...                       np.array([False, False, True]))
-    array([4., 0.])
-    """
     c = np.asarray(in_class, dtype=np.float64)
     n1, n0 = float(c.sum()), float((1.0 - c).sum())
+    m = design.shape[1]
+    sums = np.asarray(design.T @ np.column_stack([c, 1.0 - c]))  # (m, 2)
+    sq1 = _col_sq_norms_weighted(design, c)
+    sq0 = _col_sq_norms_weighted(design, 1.0 - c)
+    n = n1 + n0
+    mean = (sums[:, 0] + sums[:, 1]) / n
+    sd = np.sqrt(np.maximum((sq1 + sq0) / n - mean * mean, 0.0))
     if n1 < 1 or n0 < 1:
-        return np.full(design.shape[1], np.nan)
-    sums = np.asarray(design.T @ np.column_stack([c, 1.0 - c]))
-    return sums[:, 0] / n1 - sums[:, 1] / n0
+        return np.full(m, np.nan), np.full(m, np.nan), sd
+    m1, m0 = sums[:, 0] / n1, sums[:, 1] / n0
+    if n1 < 2 or n0 < 2:
+        return np.full(m, np.nan), m1 - m0, sd
+    v1 = np.maximum(sq1 - n1 * m1 * m1, 0.0) / (n1 - 1.0)
+    v0 = np.maximum(sq0 - n0 * m0 * m0, 0.0) / (n0 - 1.0)
+    se = np.sqrt(v1 / n1 + v0 / n0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(se > 0, (m1 - m0) / se, np.nan)
+    return t, m1 - m0, sd
 
 
 def class_contrast(design, in_class):
     """Welch's t statistic of every column: the rows ``in_class`` against the others.
 
-    ``design`` is ``(n, m)``, dense, sparse or a :class:`ardselect._lazy.LazyDesign` (two passes
-    over its chunks); ``in_class`` a boolean ``(n,)``. Positive where the column's mean is higher
-    in the class. NaN where both groups are constant (the statistic is undefined) or a group has
-    fewer than two rows.
+    Positive where the column's mean is higher in the class; NaN where both groups are constant
+    (the statistic is undefined) or a group has fewer than two rows (:func:`class_statistics`).
 
     Examples
     --------
@@ -149,21 +146,7 @@ def class_contrast(design, in_class):
     >>> np.round(class_contrast(X, np.array([False, False, True, True])), 3)
     array([2.828,   nan])
     """
-    from ._sequential import _col_sq_norms_weighted
-
-    c = np.asarray(in_class, dtype=np.float64)
-    n1, n0 = float(c.sum()), float((1.0 - c).sum())
-    if n1 < 2 or n0 < 2:
-        return np.full(design.shape[1], np.nan)
-    sums = np.asarray(design.T @ np.column_stack([c, 1.0 - c]))  # (m, 2)
-    sq1 = _col_sq_norms_weighted(design, c)
-    sq0 = _col_sq_norms_weighted(design, 1.0 - c)
-    m1, m0 = sums[:, 0] / n1, sums[:, 1] / n0
-    v1 = np.maximum(sq1 - n1 * m1 * m1, 0.0) / (n1 - 1.0)
-    v0 = np.maximum(sq0 - n0 * m0 * m0, 0.0) / (n0 - 1.0)
-    se = np.sqrt(v1 / n1 + v0 / n0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(se > 0, (m1 - m0) / se, np.nan)
+    return class_statistics(design, in_class)[0]
 
 
 def certainty_table(fits, coef, coef_sd, alpha, *, alpha_min, intercept_alpha):
@@ -206,15 +189,15 @@ def certainty_table(fits, coef, coef_sd, alpha, *, alpha_min, intercept_alpha):
         marginal = marginal_log_bf(fit, design, alpha_min=alpha_min,
                                    intercept_alpha=intercept_alpha)
         log_bf_marginal = np.where(usable, marginal[:n_basis], np.nan)
-        t_stat = class_contrast(fit.problem.basis, fit.signs > 0)[:n_basis]
+        # (in_class is the problem's positive class; a 2-class fit's is classes_[1])
+        t_stat, diff, sd = class_statistics(fit.problem.basis, fit.signs > 0)
+        t_stat = t_stat[:n_basis]
         t_stat = np.where(usable, t_stat, np.nan)
         frequency = (np.full(n_basis, np.nan) if fit.frequency is None
                      else fit.frequency[:n_basis])
         potential = np.where(usable, potential, -np.inf)
-        # basis = input / scale, so sd(input) = scale * sd(basis).
-        std_weight = coef[i] * (fit.scale * column_sd(fit.problem.basis))[:n_basis]
-        # (in_class is the problem's positive class; a 2-class fit's is classes_[1])
-        diff = class_mean_difference(fit.problem.basis, fit.signs > 0)
+        # basis = input / scale: the input's sd and class difference are scale times the basis'.
+        std_weight = coef[i] * (fit.scale * sd)[:n_basis]
         contribution = coef[i] * (fit.scale * diff)[:n_basis]
         key = np.where(selected, contribution, potential)
         # Selected first, then by key descending, then by |weight / sd|.

@@ -78,3 +78,59 @@ def seed(request) -> int:
 def rng(seed) -> np.random.Generator:
     """A generator owned by one test."""
     return np.random.default_rng(seed)
+
+
+def scripted_path_loop(script, start=0.0):
+    """A :class:`ardselect._sequential._PathLoop` that takes the actions of ``script`` in turn."""
+    from ardselect._sequential import DELETE, NONE, _PathLoop
+
+    class Scripted(_PathLoop):
+        tol, patience, max_steps, stop = 1e-4, 0, 100, None
+
+        def __init__(self):
+            self.script, self.objectives, self.taken = list(script), [start], []
+            self.n_rejected, self.converged = 0, False
+
+        def _n_recorded(self):
+            return len(self.objectives)
+
+        def _objective_at(self, k):
+            return self.objectives[k]
+
+        def _best_action(self, alpha, add_ok, last_re):
+            if not self.script:
+                return 0, NONE, -np.inf, np.inf, None
+            j, act, _ = self.script[0]
+            return j, act, 1.0, np.inf if act == DELETE else 1.0, None
+
+        def _refresh(self, active, alpha_active):
+            j, act, objective = self.script.pop(0)
+            return (j, act, objective), {}, objective
+
+        def _nothing_left(self, active):
+            return False
+
+        def _record(self, action, j, active, alpha_active, refit):
+            self.objectives.append(refit[2])
+            self.taken.append((action, j))
+
+    return Scripted()
+
+
+def run_cli(*args):
+    """``ardselect ARGS`` in this process (typer's runner), exceptions not caught."""
+    from ardselect_cli import main as cli
+    from typer.testing import CliRunner
+
+    return CliRunner().invoke(cli.app, [str(a) for a in args], catch_exceptions=False)
+
+
+def one_error(result, code, pattern):
+    """The command failed with ``code`` and one ``error:`` line matching ``pattern``."""
+    import re
+
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("ardselect: error: ")]
+    assert len(errors) == 1, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert re.search(pattern, errors[0]), errors[0]

@@ -24,28 +24,17 @@ import anndata as ad
 import numpy as np
 import pandas as pd
 import pytest
-from ardselect_cli import main as cli
 from typer.testing import CliRunner
 
 import ardselect
 from ardselect import DataError, GibbsRVMClassifier, ep_probit
-from tests.conftest import make_adata, make_expression
+from tests.conftest import make_adata, make_expression, one_error, run_cli, scripted_path_loop
 
 REPO = Path(__file__).resolve().parents[1]
 runner = CliRunner()
 
 
-def run(*args):
-    return runner.invoke(cli.app, [str(a) for a in args], catch_exceptions=False)
-
-
-def one_error(result, code, pattern):
-    """The command failed with ``code`` and one ``error:`` line matching ``pattern``."""
-    assert result.exit_code == code, (result.stdout, result.stderr)
-    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("ardselect: error: ")]
-    assert len(errors) == 1, result.stderr
-    assert "Traceback" not in result.stderr + result.stdout
-    assert re.search(pattern, errors[0]), errors[0]
+run = run_cli
 
 
 def listing(folder: Path) -> list[str]:
@@ -513,39 +502,9 @@ def test_12_library(rng):
 def test_13_a_deletion_that_lowers_the_objective_does_not_cycle():
     # PBMC 'CD4+/CD25 T Reg' on raw.X deleted and re-added SPIB every five steps from about
     # step 120 to 215: each deletion cost more evidence than the penalty it saved.
-    from ardselect._sequential import ADD, DELETE, NONE, REESTIMATE, _PathLoop
-
-    class Scripted(_PathLoop):
-        tol, patience, max_steps, stop = 1e-4, 0, 100, None
-
-        def __init__(self, script):
-            self.script, self.objectives, self.taken = list(script), [0.0], []
-            self.n_rejected, self.converged = 0, False
-
-        def _n_recorded(self):
-            return len(self.objectives)
-
-        def _objective_at(self, k):
-            return self.objectives[k]
-
-        def _best_action(self, alpha, add_ok, last_re):
-            if not self.script:
-                return 0, NONE, -np.inf, np.inf, None
-            j, act, _ = self.script[0]
-            return j, act, 1.0, np.inf if act == DELETE else 1.0, None
-
-        def _refresh(self, active, alpha_active):
-            step = self.script.pop(0)
-            return step, {}, step[2]
-
-        def _nothing_left(self, active):
-            return False
-
-        def _record(self, action, j, active, alpha_active, refit):
-            self.objectives.append(refit[2])
-            self.taken.append((action, j))
+    from ardselect._sequential import ADD, DELETE, REESTIMATE
 
     cycle = [(1, DELETE, -3.0), (1, ADD, 1.0), (0, REESTIMATE, 1.5)] * 4
-    loop = Scripted(cycle)._loop(np.array([1.0, 1.0]))
+    loop = scripted_path_loop(cycle)._loop(np.array([1.0, 1.0]))
     assert [a for a in loop.taken if a == ("delete", 1)] == [("delete", 1)]
 

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import re
 import warnings
 
 import anndata as ad
 import numpy as np
 import pandas as pd
 import pytest
-from ardselect_cli import main as cli
 from sklearn.base import BaseEstimator, ClassifierMixin
 from typer.testing import CliRunner
 
 import ardselect
 from ardselect import ARDClassifier, ScaledXWarning
 from ardselect.model_selection import evaluate
+from tests.conftest import one_error, run_cli
 
 runner = CliRunner()
 
@@ -32,16 +31,7 @@ def donor_data(seed=0, n_donors=6, per_donor=30, p=30):
     return X, y, donors
 
 
-def run(*args):
-    return runner.invoke(cli.app, [str(a) for a in args], catch_exceptions=False)
-
-
-def one_error(result, code, pattern):
-    assert result.exit_code == code, (result.stdout, result.stderr)
-    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("ardselect: error: ")]
-    assert len(errors) == 1, result.stderr
-    assert "Traceback" not in result.stderr + result.stdout
-    assert re.search(pattern, errors[0]), errors[0]
+run = run_cli
 
 
 @pytest.mark.parametrize("repeats", [1, 2])

@@ -9,13 +9,12 @@ from ardselect._ep import latent_posterior
 from ardselect._sequential import (
     ADD,
     DELETE,
-    NONE,
     REESTIMATE,
-    _PathLoop,
     candidate_actions,
     log_marginal_virtual,
     score_candidates,
 )
+from tests.conftest import scripted_path_loop
 
 
 def _problem(seed, n, m, n_active):
@@ -201,46 +200,13 @@ def test_penalized_gains_are_the_direct_change_of_evidence_minus_penalty(penalty
     assert {ADD, DELETE} <= seen or {REESTIMATE, DELETE} <= seen
 
 
-class _Scripted(_PathLoop):
-    """A path loop whose actions and objectives follow a script: ``(gene, action, objective)``."""
-
-    tol, patience, max_steps, stop = 1e-4, 0, 100, None
-
-    def __init__(self, script, start=0.0):
-        self.script, self.objectives, self.taken = list(script), [start], []
-        self.n_rejected, self.converged = 0, False
-
-    def _n_recorded(self):
-        return len(self.objectives)
-
-    def _objective_at(self, k):
-        return self.objectives[k]
-
-    def _best_action(self, alpha, add_ok, last_re):
-        if not self.script:
-            return 0, NONE, -np.inf, np.inf, None
-        j, act, _ = self.script[0]
-        return j, act, 1.0, np.inf if act == DELETE else 1.0, None
-
-    def _refresh(self, active, alpha_active):
-        j, act, objective = self.script.pop(0)
-        return (j, act, objective), {}, objective
-
-    def _nothing_left(self, active):
-        return False
-
-    def _record(self, action, j, active, alpha_active, refit):
-        self.objectives.append(refit[2])
-        self.taken.append((action, j))
-
-
 def test_a_deletion_that_lowers_the_objective_twice_ends_the_path():
     # PBMC 'CD4+/CD25 T Reg' on raw.X deleted and re-added SPIB every five steps for about 100
     # steps: each deletion lowered the objective (more evidence lost than penalty saved) and the
     # re-addition raised it, so the guard on additions never fired.
     script = [(1, DELETE, -3.0), (1, ADD, 1.0), (0, REESTIMATE, 1.5),
               (1, DELETE, -2.0), (1, ADD, 2.0), (2, ADD, 3.0)]
-    loop = _Scripted(script)._loop(np.array([1.0, 1.0, np.inf]))
+    loop = scripted_path_loop(script)._loop(np.array([1.0, 1.0, np.inf]))
     assert loop.taken == [("delete", 1), ("add", 1), ("reestimate", 0)]
     assert loop.converged
     assert loop.script == [(1, ADD, 2.0), (2, ADD, 3.0)]  # stopped at the repeated deletion
@@ -250,7 +216,7 @@ def test_one_deletion_that_lowers_the_objective_is_kept():
     # (the shared microarray sets have such deletions; their paths go on unchanged)
     script = [(1, DELETE, -3.0), (1, ADD, 1.0), (0, REESTIMATE, 1.5), (0, DELETE, 0.5),
               (2, ADD, 3.0)]
-    loop = _Scripted(script)._loop(np.array([1.0, 1.0, np.inf]))
+    loop = scripted_path_loop(script)._loop(np.array([1.0, 1.0, np.inf]))
     assert loop.taken == [("delete", 1), ("add", 1), ("reestimate", 0), ("delete", 0), ("add", 2)]
     assert loop.converged
     assert loop.script == []
