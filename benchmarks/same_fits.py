@@ -143,8 +143,10 @@ def _compare_cli(ref: Path, got: Path) -> bool:
         a, b = ref / rel, got / rel
         if not b.exists():
             continue
-        if rel.suffix in (".png", ".h5ad"):
-            n_skipped += 1  # figures: pixels; h5ad: HDF5 layout (its tables are the TSVs')
+        if rel.suffix in (".png", ".h5ad", ".html"):
+            # figures: pixels; h5ad: HDF5 layout (its tables are the TSVs'); report.html: the
+            # figures embedded and the command with its (temporary) paths
+            n_skipped += 1
             continue
         if rel.name in ("splits.tsv", "summary.tsv"):  # fit times: fit_seconds(_mean, _se)
             x, y = pd.read_csv(a, sep="\t"), pd.read_csv(b, sep="\t")
@@ -158,7 +160,7 @@ def _compare_cli(ref: Path, got: Path) -> bool:
             print(f"cli: {rel} differs")
             same = False
     print(f"cli: {n_same} of {len(files) - n_skipped} output files byte-identical "
-          f"({n_skipped} figures and h5ad files not compared)")
+          f"({n_skipped} figures, reports and h5ad files not compared)")
     return same
 
 
