@@ -20,7 +20,7 @@ from ._criteria import CRITERIA, check_criterion, group_cavities
 from ._cv import Calibration, check_groups, choose_by_cv
 from ._parallel import one_blas_thread, run_tasks
 from ._probit import moderated_latent, probit_log_proba
-from ._problem import SIZE_GRID, PathSpec
+from ._problem import SIZE_GRID, PathSpec, ep_tol_for
 from ._rows import (
     from_dask,
     rows_to_fit,
@@ -97,8 +97,11 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     inclusion_penalty : float >= 0 or "bic", default=0.0
         Prior log odds against a gene, in nats per gene in the model: 0 is the paper's type-II
         maximum likelihood, ``"bic"`` is ``log(n_samples) / 2``.
-    cv : int >= 2, default=5
+    cv : int >= 2 or "holdout", default=5
         Folds of the inner cross-validation (at most the size of the smallest class).
+        ``"holdout"``: one validation split holding out a fifth of the samples (stratified, or
+        by group with ``groups``): one fold path per class instead of five, a noisier choice
+        and calibration.
     cv_repeats : int >= 1, default=1
         Repeats of the inner cross-validation with new folds, pooled.
     cv_rule : {"min", "1se"}, default="min"
@@ -118,8 +121,10 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         Pre-scale of ``z_i`` in the LOO error probability (the paper's eq. 13).
     damping : float in (0, 1], default=1.0
         Largest fraction of the full EP step per parallel sweep (it halves on oscillation).
-    ep_tol : float > 0, default=1e-5
+    ep_tol : float > 0 or "auto", default="auto"
         EP convergence tolerance along the path (the chosen model is refined to 1e-9).
+        ``"auto"``: 1e-5 below 500 training samples, 1e-3 from 500 on, where the sites move
+        little at each step of the path.
     ep_max_iter : int >= 1, default=200
         Largest number of EP sweeps per path step.
     constant_features : {"warn", "ignore", "raise"}, default="warn"
@@ -201,7 +206,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                  tol=1e-2, alpha_min=10.0, patience=20, inclusion_penalty=0.0,
                  intercept_alpha=INTERCEPT_ALPHA, cv=5, cv_repeats=1, cv_rule="min",
                  max_genes=None, multiclass="ovr", variance_scale_min=0.5, random_state=0,
-                 loo_prob_scale=50.0, damping=1.0, ep_tol=1e-5, ep_max_iter=200,
+                 loo_prob_scale=50.0, damping=1.0, ep_tol="auto", ep_max_iter=200,
                  constant_features="warn", max_samples=None, n_jobs=None):
         self.criterion = criterion
         self.kernel = kernel
@@ -236,7 +241,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     _constraints: dict = {
         **_ARDPathEstimator._path_constraints,
         "criterion": [Options(set(CRITERIA))],
-        "cv": [Interval(Integral, 2, None, closed="left")],
+        "cv": [Interval(Integral, 2, None, closed="left"), Options({"holdout"})],
         "cv_repeats": [Interval(Integral, 1, None, closed="left")],
         "cv_rule": [Options({"min", "1se"})],
         "max_genes": [Interval(Integral, 1, None, closed="left"), None],
@@ -249,7 +254,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         "intercept_alpha": [Interval(Real, 0, None, closed="neither"), Options({"ard"})],
         "loo_prob_scale": [Interval(Real, 0, None, closed="neither")],
         "damping": [Interval(Real, 0, 1, closed="right")],
-        "ep_tol": [Interval(Real, 0, None, closed="neither")],
+        "ep_tol": [Interval(Real, 0, None, closed="neither"), Options({"auto"})],
         "ep_max_iter": [Interval(Integral, 1, None, closed="left")],
         "constant_features": [Options({"warn", "ignore", "raise"})],
         "max_samples": [Interval(Integral, 2, None, closed="left"), None],
@@ -363,7 +368,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                         tol=self.tol, alpha_min=self.alpha_min, patience=self.patience,
                         penalty=penalty, icol=self._icol, fixed=fixed,
                         loo_prob_scale=self.loo_prob_scale, damping=self.damping,
-                        ep_tol=self.ep_tol, ep_max_iter=self.ep_max_iter, sizes=sizes)
+                        ep_tol=ep_tol_for(self.ep_tol, n_samples), ep_max_iter=self.ep_max_iter,
+                        sizes=sizes)
     def _set_steps(self, steps):
         rows, posts = [], []
         for fit, step in zip(self._fits, steps, strict=True):

@@ -83,6 +83,10 @@ OFFSET_MAX = 10.0
 #: Paired standard errors by which a model with genes must beat the intercept-only model.
 NULL_SE = 1.0
 
+#: ``cv="holdout"``: one validation split holding out ``1 / HOLDOUT_FOLDS`` of the samples (the
+#: first fold of the stratified ``HOLDOUT_FOLDS``-fold split).
+HOLDOUT_FOLDS = 5
+
 
 @dataclass(frozen=True)
 class Calibration:
@@ -442,7 +446,8 @@ class Frontier:
     ``records``: one per size (:func:`frontier`, with its ``step`` on the full path); ``chosen``:
     the index of the chosen record; ``frequency``: each column's share of the fold models of the
     chosen size that hold it, ``(m,)``; ``one_se``: the index of the size ``rule="1se"`` picks;
-    ``latent``: the chosen size's calibrated held-out latent of every pooled sample.
+    ``latent``: the chosen size's calibrated held-out latent of every pooled sample held out;
+    ``rows``: those samples' pooled indices (repeat ``r`` of sample ``i`` is ``r * n + i``).
     """
 
     records: list
@@ -450,6 +455,7 @@ class Frontier:
     frequency: np.ndarray
     one_se: int
     latent: np.ndarray | None = None
+    rows: np.ndarray | None = None
 
     def calibration(self, i):
         r = self.records[i]
@@ -472,6 +478,8 @@ def cross_validate(spec, runs, Phi_s, y_idx, problems, allowed, folds, run_tasks
     """
     n = y_idx.shape[0]
     n_pooled = max(off for _, _, off in folds) + n
+    # The pooled rows some fold holds out: all of them with k folds, a fifth with a holdout.
+    kept = np.unique(np.concatenate([off + te for _, te, off in folds]))
     if joint:
         per_fold = run_tasks(fold_joint, [(spec, y_idx, Phi_s, allowed, tr, te)
                                           for tr, te, _ in folds])
@@ -488,7 +496,7 @@ def cross_validate(spec, runs, Phi_s, y_idx, problems, allowed, folds, run_tasks
     for i, off, te, res in results:
         for k, (latent, genes) in res.items():
             held[i].setdefault(k, []).append((off, te, latent, genes))
-    y_pooled = np.tile(y_idx, n_pooled // n)
+    y_pooled = np.tile(y_idx, n_pooled // n)[kept]
     m = allowed.shape[0]
     tables = []
     for i, (k, run) in enumerate(zip(problems, runs, strict=True)):
@@ -499,7 +507,7 @@ def cross_validate(spec, runs, Phi_s, y_idx, problems, allowed, folds, run_tasks
             arr = np.zeros((2, n_pooled))
             for off, te, latent, _ in held[i][s]:
                 arr[:, off + te] = latent
-            oof[s] = arr
+            oof[s] = arr[:, kept]
         records, losses = frontier(oof, np.where(y_pooled == k, 1.0, -1.0))
         for r in records:
             r["step"] = full[r["n_genes"]]
@@ -525,6 +533,7 @@ def cross_validate(spec, runs, Phi_s, y_idx, problems, allowed, folds, run_tasks
             calibrate(records[j], oof[records[j]["n_genes"]], t, s_min)
         fr = Frontier(records, c, freq / len(folds), one_se)
         fr.latent = calibrated_latent(*oof[records[c]["n_genes"]], fr.calibration(c))
+        fr.rows = kept
         out.append(fr)
     combine = 1.0
     if len(problems) > 1:
@@ -587,15 +596,19 @@ def check_groups(groups, y, criterion):
     return groups
 
 
-def make_folds(y_idx, n_folds, cv_repeats, random_state, groups=None):
+def make_folds(y_idx, n_folds, cv_repeats, random_state, groups=None, *, holdout=False):
     """The inner cross-validation's ``(train, test, offset)`` triples.
 
     Repeat ``r``'s held-out latents go to rows ``r * n ... (r + 1) * n - 1`` of the pooled
     predictions. Without groups, the folds are those of ``RepeatedStratifiedKFold`` (with one
     repeat, of ``StratifiedKFold``) with a seed drawn from ``random_state``; with groups,
     ``StratifiedGroupKFold`` shuffled with that seed plus the repeat's number, so that no group
-    is on both sides of a fold.
+    is on both sides of a fold. With ``holdout``, only the first fold of each repeat: one
+    validation split holding out ``1 / n_folds`` of the samples.
     """
+    if holdout:
+        folds = make_folds(y_idx, n_folds, cv_repeats, random_state, groups)
+        return folds[::n_folds] if groups is None else _first_of_repeats(folds, y_idx.shape[0])
     from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedGroupKFold
     from sklearn.utils import check_random_state
 
@@ -617,12 +630,22 @@ def make_folds(y_idx, n_folds, cv_repeats, random_state, groups=None):
     return folds
 
 
+def _first_of_repeats(folds, n):
+    """The first fold of each repeat (its ``offset`` is the repeat's ``r * n``)."""
+    out, seen = [], set()
+    for tr, te, off in folds:
+        if off not in seen:
+            seen.add(off)
+            out.append((tr, te, off))
+    return out
+
+
 def group_table(fronts, y_idx, groups, combine_temperature):
     """Each group's held-out error and log-loss at the chosen sizes (pooled over repeats)."""
     n = y_idx.shape[0]
     z = np.column_stack([f.latent for f in fronts])
-    reps = z.shape[0] // n
-    y_pooled = np.tile(y_idx, reps)
+    sample = fronts[0].rows % n
+    y_pooled = y_idx[sample]
     if len(fronts) == 1:  # two classes: the latent of classes_[1] against classes_[0]
         t = np.where(y_pooled == 1, 1.0, -1.0)
         loss = -log_ndtr(t * z[:, 0])
@@ -631,8 +654,8 @@ def group_table(fronts, y_idx, groups, combine_temperature):
         logp = ovr_log_proba(z, combine_temperature)
         loss = -logp[np.arange(y_pooled.shape[0]), y_pooled]
         wrong = np.argmax(logp, axis=1) != y_pooled
-    frame = pd.DataFrame({"group": np.tile(groups, reps), "sample": np.tile(np.arange(n), reps),
-                          "wrong": wrong, "loss": loss})
+    frame = pd.DataFrame({"group": groups[sample], "sample": sample, "wrong": wrong,
+                          "loss": loss})
     table = frame.groupby("group", sort=True).agg(
         n_samples=("sample", "nunique"), cv_error=("wrong", "mean"), cv_log_loss=("loss", "mean"))
     return table.reset_index()
@@ -647,13 +670,16 @@ def choose_by_cv(fits, spec, problems, y_idx, Phi_s, allowed, *, cv, cv_repeats,
     combine_temperature, group_table)``: the table of ``ARDClassifier.cv_results_``, the
     temperature of the one-vs-rest combination and, with ``groups`` (held out whole by the folds,
     :func:`make_folds`), each group's held-out error and log-loss (else None). ``tasks(fn, args)``
-    runs the fold refits; ``client`` is a dask Client (or falsy). Fewer than 2 samples in a class:
-    the LOO choice instead, with a warning.
+    runs the fold refits; ``client`` is a dask Client (or falsy). ``cv`` is the number of folds,
+    or ``"holdout"`` for one validation split. Fewer than 2 samples in a class: the LOO choice
+    instead, with a warning.
     """
+    holdout = cv == "holdout"  # one validation split: the first of HOLDOUT_FOLDS folds
+    cv = HOLDOUT_FOLDS if holdout else int(cv)
     smallest = int(np.bincount(y_idx).min())
-    n_folds = min(int(cv), smallest)
+    n_folds = min(cv, smallest)
     if groups is not None:
-        n_folds = min(int(cv), int(np.unique(groups).size))
+        n_folds = min(cv, int(np.unique(groups).size))
     if n_folds < 2:
         warnings.warn(
             f"criterion='cv' needs at least 2 samples of every class (the smallest class has "
@@ -662,7 +688,7 @@ def choose_by_cv(fits, spec, problems, y_idx, Phi_s, allowed, *, cv, cv_repeats,
         for fit in fits:
             fit.cv_step = fit.choose("loo", max_genes)
         return pd.DataFrame(), 1.0, None
-    folds = make_folds(y_idx, n_folds, cv_repeats, random_state, groups)
+    folds = make_folds(y_idx, n_folds, cv_repeats, random_state, groups, holdout=holdout)
     design = client.scatter(Phi_s, broadcast=True, hash=False) if client else Phi_s
     fronts, combine_temperature = cross_validate(
         spec, as_runs(fits), design, y_idx, problems, allowed, folds, tasks, joint=joint,

@@ -528,6 +528,12 @@ def loo_prob_error(cavity_mean, cavity_var, scale: float = 50.0) -> float:
     return float(np.mean(np.exp(log_Phi(-scale * z))))
 
 
+def loo_log_loss(cavity_mean, cavity_var) -> float:
+    """EP's leave-one-out log-loss: ``-mean_i log Phi(mc_i / sqrt(1 + vc_i))`` (log space)."""
+    z = np.asarray(cavity_mean) / np.sqrt(1.0 + np.asarray(cavity_var))
+    return float(-np.mean(log_Phi(z)))
+
+
 # --------------------------------------------------------------------------------------------------
 # Public function
 # --------------------------------------------------------------------------------------------------

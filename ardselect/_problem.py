@@ -16,19 +16,35 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._base import _PathProblem
-from ._ep import loo_error, loo_prob_error, run_ep
+from ._ep import loo_error, loo_log_loss, loo_prob_error, run_ep
 from ._joint import JointPath
 from ._lazy import LazyDesign
 from ._probit import tilted_moments
 from ._sequential import SequentialPath, score_candidates
 
-__all__ = ["SIZE_GRID", "EPProbitProblem", "PathSpec", "run_binary", "run_joint", "signed",
-           "size_steps"]
+__all__ = ["LARGE_SAMPLES", "SIZE_GRID", "EPProbitProblem", "PathSpec", "ep_tol_for",
+           "run_binary", "run_joint", "signed", "size_steps"]
 
 #: The model sizes (genes per binary problem) the frontier compares along the path: every size up
 #: to 10, then about a fifth more at each step. Size 0 is the intercept-only model.
 SIZE_GRID = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 18, 22, 27, 33, 40, 50, 60, 75, 90, 110,
              135, 165, 200, 250, 300, 400, 500)
+
+
+#: Training sets of at least this many samples are *large* for ``ep_tol="auto"``.
+LARGE_SAMPLES = 500
+
+#: ``ep_tol="auto"``: EP's tolerance along the path below and from :data:`LARGE_SAMPLES` samples.
+#: With many samples, the sites move little when one precision changes, and a tighter tolerance
+#: buys sweeps, not a different path (the chosen model is refined to 1e-9 either way).
+EP_TOL_AUTO = (1e-5, 1e-3)
+
+
+def ep_tol_for(ep_tol, n_samples):
+    """``ep_tol`` with ``"auto"`` resolved for a training set of ``n_samples``."""
+    if ep_tol != "auto":
+        return float(ep_tol)
+    return EP_TOL_AUTO[int(n_samples >= LARGE_SAMPLES)]
 
 
 class EPProbitProblem(_PathProblem):
@@ -103,6 +119,7 @@ class EPProbitProblem(_PathProblem):
             "log_evidence": st.log_evidence,
             "loo_error": loo_error(st.cavity_mean),
             "loo_prob_error": loo_prob_error(st.cavity_mean, st.cavity_var, self.loo_prob_scale),
+            "loo_log_loss": loo_log_loss(st.cavity_mean, st.cavity_var),
             "ep_sweeps": st.n_iter,
         }
         tau = st.tau

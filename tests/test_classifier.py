@@ -575,3 +575,19 @@ def test_starting_pool_ignores_where_a_gene_lies():
              for Z in (X, shifted)]
     assert first[0] == first[1]
     assert {0, 1} <= first[0]
+
+
+def test_ep_tol_auto_is_tight_below_500_samples_and_loose_from_there():
+    from ardselect._problem import LARGE_SAMPLES, ep_tol_for
+
+    assert ep_tol_for("auto", LARGE_SAMPLES - 1) == 1e-5
+    assert ep_tol_for("auto", LARGE_SAMPLES) == 1e-3
+    assert ep_tol_for(3e-4, 10_000) == 3e-4
+    rng = np.random.default_rng(0)
+    for n, tol in ((80, 1e-5), (LARGE_SAMPLES, 1e-3)):
+        X = rng.normal(size=(n, 12))
+        y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=n) > 0).astype(int)
+        auto = ARDClassifier(criterion="loo").fit(X, y)
+        given = ARDClassifier(criterion="loo", ep_tol=tol).fit(X, y)
+        np.testing.assert_array_equal(auto.coef_, given.coef_)
+        assert auto.path_["ep_sweeps"].sum() == given.path_["ep_sweeps"].sum()

@@ -19,6 +19,7 @@ from ardselect._cv import (
     fit_combine_temperature,
     fit_platt,
     fit_temperature,
+    make_folds,
 )
 from ardselect._probit import moderated_latent, ovr_log_proba
 
@@ -243,6 +244,54 @@ def test_the_frontier_is_the_held_out_score_of_each_size_refitted_by_hand():
         assert row["cv_error"] == pytest.approx(np.mean(t * (a + temp * z) <= 0), abs=0.03)
         # And the size's step on the full path is its k-gene step of most evidence.
         assert row["step"] == _size_step(clf, k)
+
+
+def test_a_holdout_is_the_first_fold_and_its_frontier_is_refitted_by_hand():
+    """``cv="holdout"``: one split holding out the first of five stratified folds.
+
+    The frontier is scored on those held-out samples only, each size's loss equal to that of the
+    k-gene model of the path refitted by hand on the split's training part.
+    """
+    rng = np.random.default_rng(4)
+    X, y = _standardized(rng, n=50, p=30)
+    clf = ARDClassifier(cv="holdout", random_state=2).fit(X, y)
+    first = _folds(ARDClassifier(cv=5, random_state=2), y)[0]
+    folds = make_folds(y, 5, 1, 2, holdout=True)
+    assert len(folds) == 1
+    tr, te, off = folds[0]
+    np.testing.assert_array_equal(te, first[1])
+    np.testing.assert_array_equal(tr, first[0])
+    assert off == 0 and abs(te.size - 10) <= 1
+    assert np.bincount(y[te]).min() >= 4  # stratified: both classes held out
+    t = np.where(y[te] == 1, 1.0, -1.0)
+    fold = ARDClassifier(cv=3, random_state=2).fit(X[tr], y[tr])
+    front = clf.cv_results_
+    assert len(front) > 3
+    for _, row in front.iterrows():
+        k = int(row["n_genes"])
+        m, v = fold.at_step(_size_step(fold, k))._latent(X[te])
+        z = m[:, 0] / np.sqrt(1.0 + v[:, 0])
+        a, temp, ll = fit_platt(z, t)
+        assert row["cv_log_loss"] == pytest.approx(ll, abs=2e-3)
+        assert row["cv_error_se"] == pytest.approx(
+            np.sqrt(row["cv_error"] * (1 - row["cv_error"]) / te.size))
+
+
+def test_a_holdout_by_group_keeps_every_group_on_one_side():
+    rng = np.random.default_rng(5)
+    X, y = _standardized(rng, n=60, p=20)
+    groups = np.repeat(np.arange(12), 5).astype(str)
+    folds = make_folds(y, 5, 2, 0, groups, holdout=True)
+    assert len(folds) == 2  # one split per repeat
+    for r, (tr, te, off) in enumerate(folds):
+        assert off == r * y.size
+        assert not set(groups[tr]) & set(groups[te])
+        assert 0 < te.size < y.size / 2
+    clf = ARDClassifier(cv="holdout", random_state=0).fit(X, y, groups=groups)
+    table = clf.cv_groups_
+    held = set(groups[folds[0][1]])
+    assert set(table["group"]) == held  # only the held-out groups are scored
+    assert (table["n_samples"] == 5).all()
 
 
 def test_the_chosen_size_has_the_lowest_cv_log_loss_and_its_calibration(seed):

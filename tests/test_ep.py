@@ -151,6 +151,21 @@ def test_loo_estimates_against_refits():
     assert res.loo_error == pytest.approx(np.mean(refit_mean < 0))
 
 
+def test_loo_log_loss_against_refits():
+    """EP's leave-one-out log-loss is close to the log-loss of actual refits without each sample."""
+    X, y = _toy(11, 30, 3)
+    alpha = np.array([1.0, 1.0, 1.0])
+    res = ep_probit(X, y, alpha, tol=1e-12)
+    refit = np.empty(30)
+    for i in range(30):
+        keep = np.arange(30) != i
+        m, v = ep_probit(X[keep], y[keep], alpha, tol=1e-12).predict_latent(X[i : i + 1])
+        refit[i] = -log_ndtr(y[i] * m[0] / np.sqrt(1.0 + v[0]))
+    got = ep_module.loo_log_loss(res.cavity_mean, res.cavity_var)
+    assert got == pytest.approx(refit.mean(), rel=0.02)
+    assert got == pytest.approx(np.mean(-log_ndtr(res.cavity_mean / np.sqrt(1 + res.cavity_var))))
+
+
 def test_loo_prob_error_uses_the_prescale():
     X, y = _toy(8, 30, 2)
     r1 = ep_probit(X, y, [1.0, 1.0], loo_prob_scale=1.0)
