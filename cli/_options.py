@@ -115,7 +115,8 @@ LayerOpt = Annotated[
     typer.Option("--layer", help="h5ad/zarr only: use this layer instead of X.", show_default=False),
 ]
 UseRawOpt = Annotated[
-    bool, typer.Option("--use-raw", help="h5ad/zarr only: use adata.raw.X instead of X.")
+    bool, typer.Option("--use-raw", help="h5ad/zarr only: use adata.raw.X and its genes (which "
+                       "may be more than X's, as scanpy keeps them) instead of X.")
 ]
 GenesInRowsOpt = Annotated[
     bool,
