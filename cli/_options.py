@@ -323,6 +323,20 @@ def check_label_key(adata, label_key: str, data: Path):
         raise UsageError(msg)
 
 
+def data_shape(adata, *, use_raw: bool) -> str:
+    """``"N samples x G genes"``, the genes those the fit reads (``raw``'s with ``--use-raw``)."""
+    import ardselect
+
+    genes = ardselect.io.expression(adata, use_raw=use_raw).var_names.size
+    return f"{adata.n_obs} samples x {genes} genes{' of raw' if use_raw else ''}"
+
+
+def fitted_on_raw(adata, key: str = "ardselect") -> bool:
+    """Whether the ranking stored under ``key`` was fitted on ``raw`` (``use_raw``)."""
+    params = adata.uns[key].get("params", {})
+    return bool(params.get("use_raw", False)) and adata.raw is not None
+
+
 def class_counts(labels) -> str:
     import pandas as pd
 

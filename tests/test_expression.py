@@ -190,8 +190,11 @@ def cli_fit(tmp_path_factory):
     _layout().write_h5ad(path)
     out = tmp / "fit"
     result = run_cli("fit", path, "--use-raw", "--criterion", "loo", "-o", out,
-                     "--write-h5ad", tmp / "fitted.h5ad", "-q")
+                     "--write-h5ad", tmp / "fitted.h5ad")
     assert result.exit_code == 0, result.stderr
+    # the summary and the report count the genes fitted: raw's
+    assert result.stdout.startswith("hvg.h5ad: 48 samples x 16 genes of raw;")
+    assert "48 samples x 16 genes of raw" in (out / "report.html").read_text()
     return tmp, path, out
 
 
