@@ -716,7 +716,7 @@ def _check_var_in_raw(var_names, raw_names):
 
 
 class ScaledXWarning(UserWarning):
-    """``X`` holds scaled values while ``adata.raw`` holds the unscaled ones of the same genes."""
+    """``X`` holds scaled values while ``adata.raw`` holds unscaled ones of its genes."""
 
 
 def _notice_scaled_x(adata, X):
