@@ -168,6 +168,22 @@ def test_varm_columns_by_name_with_more_classes():
                                       block.loc[HVG, "mean"].to_numpy())
 
 
+def test_evaluate_on_raw_through_the_same_decision():
+    # The API route of evaluate --use-raw: expression() picks raw.X and raw's gene names.
+    from ardselect.model_selection import evaluate
+    from ardselect.preprocessing import Preprocessor
+
+    adata = _layout()
+    source = expression(adata, use_raw=True)
+    methods = {"ard": ardselect.ARDClassifier(criterion="loo")}
+    results, _, selection = evaluate(
+        source.X, adata.obs["label"].to_numpy(), methods, preprocessor=Preprocessor(log="none"),
+        n_splits=2, feature_names=np.asarray(source.var_names), return_selection=True)
+    assert list(selection.columns) == GENES
+    assert selection[MARKER_RAW_ONLY].all()
+    assert (results["error_rate"] < 0.2).all()
+
+
 def test_var_genes_missing_from_raw_are_refused():
     adata = _layout()
     adata.var_names = [*HVG[:-1], "NEW"]
