@@ -25,6 +25,7 @@ from ._anndata_results import (
     _with_directions,
     _write_results,
 )
+from ._expression import expression
 from ._lazy import is_dask
 from ._validation import (
     check_class_labels,
@@ -492,7 +493,10 @@ def rank_genes(
     layer : str, optional
         Use ``adata.layers[layer]`` instead of ``X``.
     use_raw : bool, default=False
-        Use ``adata.raw.X`` (its genes must be ``adata``'s).
+        Use ``adata.raw.X``, as scanpy's ``rank_genes_groups`` does: ``raw``'s genes are fitted,
+        which may be more than ``var``'s (every gene of ``var`` must be among them). The tables
+        in ``uns`` hold every gene fitted; the ``var`` and ``varm`` columns hold the results of
+        ``var``'s genes, looked up by name. See :func:`ardselect.io.expression`.
     criterion : {"cv", "loo", "loo-prob", "evidence"}, default="cv"
         Model choice (see :class:`~ardselect.ARDClassifier`): the model size of lowest held-out
         log-loss along the path, by inner cross-validation (``"cv"``, seeded by
@@ -652,9 +656,7 @@ def rank_genes(
         avail = ", ".join(map(str, adata.obs.columns)) or "none"
         msg = f"label key {groupby!r} is not an obs column; available: {avail}"
         raise LabelError(msg)
-    if layer is not None and use_raw:
-        msg = "give either layer or use_raw, not both"
-        raise ValueError(msg)
+    source = expression(adata, layer=layer, use_raw=use_raw)
     if groups is not None:
         if groups not in adata.obs.columns:
             avail = ", ".join(map(str, adata.obs.columns)) or "none"
@@ -665,36 +667,20 @@ def rank_genes(
             msg = (f"groups are used by the inner cross-validation of criterion='cv' only; got "
                    f"{what}")
             raise ValueError(msg)
-    if layer is not None:
-        if layer not in adata.layers:
-            avail = ", ".join(map(str, adata.layers.keys())) or "none"
-            msg = f"layer {layer!r} not found; available layers: {avail}"
-            raise DataError(msg)
-        X = adata.layers[layer]
-    elif use_raw:
-        if adata.raw is None:
-            msg = "use_raw=True but adata.raw is empty"
-            raise DataError(msg)
-        if not adata.raw.var_names.equals(adata.var_names):
-            msg = "use_raw needs adata.raw to hold the same genes as adata.var (in the same order)"
-            raise DataError(msg)
-        X = adata.raw.X
-    else:
-        X = adata.X
-    if X is None:
-        msg = "the AnnData object has no expression matrix X"
-        raise DataError(msg)
+    if use_raw:
+        _check_var_in_raw(adata.var_names, source.var_names)
+    X = source.X
     if layer is None and not use_raw:
         _notice_scaled_x(adata, X)
     if not (sp.issparse(X) or isinstance(X, np.ndarray) or is_dask(X)):
         X = X[...] if hasattr(X, "shape") else np.asarray(X)  # backed / h5py datasets
-    skey = _find_symbols(adata.var, symbol_key)
-    descriptions = adata.var[skey].to_numpy() if skey is not None else None
+    skey = _find_symbols(source.var, symbol_key)
+    descriptions = source.var[skey].to_numpy() if skey is not None else None
 
     result = _rank_core(
         X,
         adata.obs[groupby].to_numpy(),
-        adata.var_names,
+        source.var_names,
         descriptions=descriptions,
         positive=positive,
         criterion=criterion,
@@ -712,32 +698,43 @@ def rank_genes(
         model=model,
     )
     _write_results(adata, result, key_added, params, symbol_key=skey)
-    record = _scanpy_record(result, adata.var_names, result.log2_fc)
+    record = _scanpy_record(result, source.var_names, result.log2_fc)
     if record is not None:
         adata.uns[key_added].update(record)
         adata.uns[key_added]["params"].update(_SCANPY_PARAMS)
     return adata if copy else None
 
 
+def _check_var_in_raw(var_names, raw_names):
+    """Every gene of ``var`` must be in ``raw``: its ``var`` columns are looked up there by name."""
+    missing = var_names[~var_names.isin(raw_names)]
+    if len(missing):
+        shown = ", ".join(map(repr, missing[:5].astype(str))) + (", ..." if len(missing) > 5 else "")
+        msg = (f"use_raw: {len(missing)} gene(s) of adata.var are not in adata.raw ({shown}); "
+               "each gene of var takes its results from raw by name")
+        raise DataError(msg)
+
+
 class ScaledXWarning(UserWarning):
-    """``X`` holds scaled values while ``adata.raw`` holds the unscaled ones of the same genes."""
+    """``X`` holds scaled values while ``adata.raw`` holds unscaled ones of its genes."""
 
 
 def _notice_scaled_x(adata, X):
-    """Warn when ``X`` looks scaled (negative values) and ``raw`` holds the same genes unscaled.
+    """Warn when ``X`` looks scaled (negative values) and ``raw`` holds its genes unscaled.
 
-    That is scanpy's usual layout after ``sc.pp.scale``; its ``rank_genes_groups`` then reads
-    ``raw`` by default. In-memory matrices only (a lazy store would need a pass to tell).
+    That is scanpy's usual layout after ``sc.pp.scale`` (``raw`` often keeps more genes than
+    ``X``); its ``rank_genes_groups`` then reads ``raw`` by default. In-memory matrices only (a
+    lazy store would need a pass to tell).
     """
     raw = adata.raw
-    if raw is None or not raw.var_names.equals(adata.var_names):
+    if raw is None or not adata.var_names.isin(raw.var_names).all():
         return
     in_memory = [sp.issparse(M) or isinstance(M, np.ndarray) for M in (X, raw.X)]
     if not all(in_memory) or 0 in X.shape or not X.min() < 0 or raw.X.min() < 0:
         return
     warnings.warn(
-        "X holds scaled values (some negative) and adata.raw the unscaled values of the same "
-        "genes; fitting X as given. scanpy's rank_genes_groups reads raw by default: pass "
+        "X holds scaled values (some negative) and adata.raw unscaled values of its genes; "
+        "fitting X as given. scanpy's rank_genes_groups reads raw by default: pass "
         "use_raw=True (ardselect fit --use-raw) to fit raw instead.", ScaledXWarning,
         stacklevel=3)
 

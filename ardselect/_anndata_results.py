@@ -244,7 +244,9 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
     credible_set = np.zeros((n_vars, len(problems)), dtype=np.int64)  # 0: in no set
     for k, cls in enumerate(problems):
         block = ranked[ranked["class"] == cls]
+        # By name: with use_raw the table holds raw's genes, which may be more than var's.
         pos = genes.get_indexer(block["gene"])
+        block, pos = block[pos >= 0], pos[pos >= 0]
         rank[pos, k] = block["rank"].to_numpy()
         weight[pos, k] = block["mean"].to_numpy()
         sd[pos, k] = block["sd"].to_numpy()

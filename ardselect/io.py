@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from ._expression import Expression, expression
 from ._files import FORMATS, _path, atomic_write, detect_format, require_file
 from ._readers import (
     ANNOTATION_WORDS,
@@ -42,9 +43,11 @@ __all__ = [
     "ANNOTATION_WORDS",
     "FORMATS",
     "AnnotationColumnWarning",
+    "Expression",
     "atomic_write",
     "check_unique_names",
     "detect_format",
+    "expression",
     "looks_like_annotation",
     "read_cls",
     "read_data",

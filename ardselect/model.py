@@ -25,8 +25,8 @@ from ._lazy import is_dask
 from ._probit import probit_log_proba
 from ._validation import check_finite_named, check_unique_names
 from ._version import __version__
-from .exceptions import FileFormatError, ModelError
-from .io import atomic_write, require_file
+from .exceptions import DataError, FileFormatError, ModelError
+from .io import atomic_write, expression, require_file
 from .preprocessing import Preprocessor
 
 __all__ = ["MODEL_FORMAT", "MODEL_FORMAT_VERSION", "DataScaleWarning", "PortableModel", "Posterior",
@@ -480,19 +480,19 @@ class PortableModel:
     def _input_matrix(self, adata):
         """``(gene names, matrix)`` of ``adata`` in the model's input space, or a clear refusal."""
         space = self.input_space
-        if space["use_raw"]:
-            if adata.raw is None:
+        try:
+            source = expression(adata, layer=space["layer"], use_raw=space["use_raw"])
+        except DataError:
+            if space["use_raw"]:
                 msg = ("the model was fitted on raw.X (use_raw) but the data have no raw; give "
                        "the same kind of values the model was fitted on")
-                raise ModelError(msg)
-            return adata.raw.var_names, adata.raw.X
-        if space["layer"] is not None:
-            if space["layer"] not in adata.layers:
+            elif space["layer"] is not None:
                 msg = (f"the model was fitted on layer {space['layer']!r}, which the data lack "
                        f"(layers: {', '.join(adata.layers.keys()) or 'none'})")
-                raise ModelError(msg)
-            return adata.var_names, adata.layers[space["layer"]]
-        return adata.var_names, adata.X
+            else:
+                msg = "the data have no expression matrix X to apply the model to"
+            raise ModelError(msg) from None
+        return source.var_names, source.X
 
     def _columns(self, data, feature_names=None) -> np.ndarray:
         """The model's genes from ``data`` (AnnData, DataFrame, or array + names), as a dense array.

@@ -115,7 +115,8 @@ LayerOpt = Annotated[
     typer.Option("--layer", help="h5ad/zarr only: use this layer instead of X.", show_default=False),
 ]
 UseRawOpt = Annotated[
-    bool, typer.Option("--use-raw", help="h5ad/zarr only: use adata.raw.X instead of X.")
+    bool, typer.Option("--use-raw", help="h5ad/zarr only: use adata.raw.X and its genes (which "
+                       "may be more than X's, as scanpy keeps them) instead of X.")
 ]
 GenesInRowsOpt = Annotated[
     bool,
@@ -320,6 +321,20 @@ def check_label_key(adata, label_key: str, data: Path):
         hint = "" if len(adata.obs.columns) else " (give labels with --labels FILE)"
         msg = f"label key {label_key!r} not found in {data.name}; available: {avail}{hint}"
         raise UsageError(msg)
+
+
+def data_shape(adata, *, use_raw: bool) -> str:
+    """``"N samples x G genes"``, the genes those the fit reads (``raw``'s with ``--use-raw``)."""
+    import ardselect
+
+    genes = ardselect.io.expression(adata, use_raw=use_raw).var_names.size
+    return f"{adata.n_obs} samples x {genes} genes{' of raw' if use_raw else ''}"
+
+
+def fitted_on_raw(adata, key: str = "ardselect") -> bool:
+    """Whether the ranking stored under ``key`` was fitted on ``raw`` (``use_raw``)."""
+    params = adata.uns[key].get("params", {})
+    return bool(params.get("use_raw", False)) and adata.raw is not None
 
 
 def class_counts(labels) -> str:

@@ -293,7 +293,7 @@ def write_fit_report(folder: Path, adata, *, data: Path, label_key: str, command
 
     import ardselect
 
-    from ._options import class_counts
+    from ._options import class_counts, data_shape, fitted_on_raw
 
     stored = adata.uns["ardselect"]
     params = stored["params"]
@@ -321,7 +321,7 @@ def write_fit_report(folder: Path, adata, *, data: Path, label_key: str, command
     fitted = (f"all {n_fit} samples" if n_fit >= adata.n_obs
               else f"a stratified sketch of {n_fit} of {adata.n_obs} samples")
     items = [
-        ("Data", _esc(f"{data.name}: {adata.n_obs} samples x {adata.n_vars} genes")),
+        ("Data", _esc(f"{data.name}: {data_shape(adata, use_raw=fitted_on_raw(adata))}")),
         ("Labels", _esc(f"{label_key}: {class_counts(adata.obs[label_key])}")),
         ("Comparison", _esc(comparison)),
         ("Preprocessing", _esc(stored["preprocessing"]["description"])),

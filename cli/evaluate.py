@@ -178,14 +178,12 @@ def evaluate(
         if groups is not None:
             check_label_key(adata, groups, data)
             group_values = adata.obs[groups].astype(str).to_numpy()
-        if use_raw:
-            if adata.raw is None:
-                msg = f"--use-raw: {data.name} has no raw data"
-                raise ardselect.DataError(msg)
-            X = adata.raw.X
-            gene_names = adata.raw.var_names
-        else:
-            X, gene_names = adata.X, adata.var_names
+        if use_raw and adata.raw is None:
+            msg = f"--use-raw: {data.name} has no raw data"
+            raise ardselect.DataError(msg)
+        # (a --layer was read into X by read_input)
+        source = ardselect.io.expression(adata, use_raw=use_raw)
+        X, gene_names = source.X, source.var_names
         ardselect.io.check_unique_names(gene_names, "gene")
         y = pd.Series(adata.obs[label_key].to_numpy(), dtype=object)
         if y.isna().any():

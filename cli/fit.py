@@ -39,6 +39,8 @@ from ._options import (
     check_positive,
     check_source_options,
     class_counts,
+    data_shape,
+    fitted_on_raw,
     read_input,
     seed_value,
 )
@@ -346,8 +348,8 @@ def _fit_spikeslab(adata, data, label_key, *, positive, layer, use_raw, log, pse
     import ardselect
 
     if not quiet:
-        stdout_console().print(f"fitting the spike-and-slab model on {adata.n_obs} samples x "
-                               f"{adata.n_vars} genes ...")
+        stdout_console().print(f"fitting the spike-and-slab model on "
+                               f"{data_shape(adata, use_raw=use_raw)} ...")
     ardselect.rank_genes(adata, label_key, positive=positive, layer=layer, use_raw=use_raw,
                          log=log, pseudocount=pseudocount, floor=floor, cap=cap,
                          standardize=standardize, symbol_key=symbol_key, model="spike-slab")
@@ -382,7 +384,7 @@ def _spikeslab_summary(adata, data, label_key, out, write_h5ad, show):
     ranked = ardselect.get.ranked_genes_df(adata)
     sets = ardselect.get.credible_sets_df(adata)
     console.print(
-        f"[bold]{data.name}[/]: {adata.n_obs} samples x {adata.n_vars} genes; "
+        f"[bold]{data.name}[/]: {data_shape(adata, use_raw=fitted_on_raw(adata))}; "
         f"{label_key}: {class_counts(adata.obs[label_key])}"
     )
     console.print(f"preprocessing: {stored['preprocessing']['description']}")
@@ -491,7 +493,7 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show, group
     pre = stored["preprocessing"]
     ranked = ardselect.get.ranked_genes_df(adata)
     console.print(
-        f"[bold]{data.name}[/]: {adata.n_obs} samples x {adata.n_vars} genes; "
+        f"[bold]{data.name}[/]: {data_shape(adata, use_raw=fitted_on_raw(adata))}; "
         f"{label_key}: {class_counts(adata.obs[label_key])}"
     )
     console.print(f"preprocessing: {pre['description']}")
