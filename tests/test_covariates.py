@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -138,3 +140,123 @@ def test_grouped_inner_folds_with_covariates(rng):
     groups = np.arange(X.shape[0]) % 6
     clf = ARDClassifier().fit(X, y, groups=groups, covariates=C)
     assert set(clf.cv_groups_["group"]) == {str(g) for g in range(6)}
+
+
+# ---------------------------------------------------------------------------- encoding
+def test_one_hot_and_standardised_columns_match_a_hand_built_design():
+    import pandas as pd
+
+    from ardselect._covariates import CovariateEncoder
+
+    obs = pd.DataFrame({"batch": ["b2", "b1", "b3", "b2"], "male": [True, False, True, True],
+                        "age": [30.0, 50.0, 40.0, 60.0]})
+    enc = CovariateEncoder(["batch", "male", "age"]).fit(obs)
+    age = np.array([30.0, 50.0, 40.0, 60.0])
+    hand = np.column_stack([
+        [1, 0, 0, 1],  # batch[b2] (b1, first in sorted order, is the reference)
+        [0, 0, 1, 0],  # batch[b3]
+        [1, 0, 1, 1],  # male[True] (False is the reference)
+        (age - age.mean()) / age.std(),
+    ])
+    assert enc.column_names_ == ["batch[b2]", "batch[b3]", "male[True]", "age"]
+    assert np.array_equal(enc.transform(obs), hand)
+    # replayed by name on new samples, in any column order
+    new = pd.DataFrame({"age": [45.0], "male": [False], "batch": ["b3"], "other": [1]})
+    again = CovariateEncoder.from_dict(enc.to_dict())
+    assert np.allclose(again.transform(new), [[0, 1, 0, (45.0 - age.mean()) / age.std()]])
+
+
+def test_the_encoder_refuses_what_it_cannot_encode():
+    import pandas as pd
+
+    from ardselect._covariates import CovariateEncoder
+
+    obs = pd.DataFrame({"batch": ["a", "b", "a"], "one": ["x", "x", "x"], "age": [1.0, 2, 3]})
+    with pytest.raises(DataError, match="single level"):
+        CovariateEncoder(["one"]).fit(obs)
+    with pytest.raises(DataError, match="'sex' is not a column .* available: batch, one, age"):
+        CovariateEncoder(["sex"]).fit(obs)
+    enc = CovariateEncoder(["batch", "age"]).fit(obs)
+    with pytest.raises(DataError, match="level\\(s\\) 'c' that the model was not fitted with"):
+        enc.transform(obs.assign(batch=["a", "c", "b"]))
+    with pytest.raises(DataError, match="missing or infinite"):
+        enc.transform(obs.assign(age=[1.0, np.nan, 2.0]))
+
+
+# ---------------------------------------------------------------------------- rank_genes
+@pytest.fixture
+def batch_adata(rng):
+    import anndata as ad
+    import pandas as pd
+
+    X, y, C = batch_data(rng, n=100, p=30)
+    obs = pd.DataFrame({"label": np.array(["a", "b"])[y],
+                        "batch": np.array(["b1", "b2"])[C[:, 0].astype(int)],
+                        "age": rng.normal(50, 10, y.size)},
+                       index=[f"c{i}" for i in range(y.size)])
+    return ad.AnnData(X, obs=obs, var=pd.DataFrame(index=[f"g{j}" for j in range(X.shape[1])]))
+
+
+def test_rank_genes_holds_obs_covariates_and_lists_genes_only(batch_adata):
+    import ardselect
+
+    ardselect.rank_genes(batch_adata, "label", covariates=["batch", "age"])
+    ranked = ardselect.get.ranked_genes_df(batch_adata)
+    assert set(ranked["gene"]) == set(batch_adata.var_names)
+    assert not ranked.set_index("gene").loc["g2", "selected"]
+    weights = ardselect.get.covariates_df(batch_adata)
+    assert list(weights["column"]) == ["batch[b2]", "age"]
+    assert list(weights["reference"]) == ["b1", ""]
+    assert (weights["sd"] > 0).all()
+    model = ardselect.get.model(batch_adata)
+    assert model.covariates == ["batch", "age"]
+    assert model.data["format_version"] == 4
+    # the portable model predicts what the estimator does
+    from ardselect._anndata import _rank_core
+    from ardselect._covariates import CovariateEncoder
+
+    enc = CovariateEncoder(["batch", "age"])
+    C = enc.fit_transform(batch_adata.obs)
+    result = _rank_core(batch_adata.X, batch_adata.obs["label"].to_numpy(),
+                        batch_adata.var_names, covariates=C, covariate_encoder=enc)
+    est = result.estimator
+    Z = result.preprocessor.transform(batch_adata.X)
+    assert np.allclose(result.model.predict_proba(batch_adata.X, batch_adata.var_names,
+                                                  covariates=batch_adata.obs),
+                       est.predict_proba(Z, covariates=C), rtol=0, atol=1e-12)
+
+
+def test_the_portable_model_needs_its_covariates_by_name(batch_adata):
+    import ardselect
+    from ardselect import ModelError
+
+    ardselect.rank_genes(batch_adata, "label", covariates=["batch"])
+    model = ardselect.get.model(batch_adata)
+    frame = batch_adata.to_df()
+    with pytest.raises(ModelError, match="holds the covariates batch; give them"):
+        model.predict(frame)
+    assert np.array_equal(model.predict(frame, covariates=batch_adata.obs[["batch"]]),
+                          model.predict(batch_adata))
+    lacking = batch_adata.copy()
+    lacking.obs = lacking.obs.drop(columns="batch")
+    with pytest.raises(ModelError, match="'batch' is not a column"):
+        model.predict(lacking)
+    data = json.loads(model.to_json())
+    data["problems"][0]["index"][-1] = -3  # only one covariate: -2 is the lowest index
+    with pytest.raises(ModelError, match="indexes genes outside"):
+        ardselect.model.PortableModel(data)
+    data = json.loads(model.to_json())
+    data["format_version"] = 3
+    with pytest.raises(ModelError, match="format_version must be 4 for a model with covariates"):
+        ardselect.model.PortableModel(data)
+
+
+def test_rank_genes_refuses_bad_covariates(batch_adata):
+    import ardselect
+
+    with pytest.raises(DataError, match="'sex' is not a column"):
+        ardselect.rank_genes(batch_adata, "label", covariates=["sex"])
+    with pytest.raises(ValueError, match="ARD model only"):
+        ardselect.rank_genes(batch_adata, "label", covariates=["batch"], model="spike-slab")
+    with pytest.raises(ValueError, match="cannot also be a covariate"):
+        ardselect.rank_genes(batch_adata, "label", covariates=["label"])
