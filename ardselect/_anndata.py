@@ -744,7 +744,8 @@ def rank_genes(
         standardize=standardize,
         max_steps=max_steps,
         estimator_params=estimator_params,
-        model_extra={"label_key": groupby, "input": {"layer": layer, "use_raw": bool(use_raw)}},
+        model_extra={"label_key": groupby, "input": {"layer": layer, "use_raw": bool(use_raw)},
+                     **_pseudobulk_record(adata)},
         sample_names=adata.obs_names,
         log1p_base=_log1p_base(adata),
         groups=None if groups is None else adata.obs[groups].to_numpy(),
@@ -758,6 +759,15 @@ def rank_genes(
         adata.uns[key_added].update(record)
         adata.uns[key_added]["params"].update(_SCANPY_PARAMS)
     return adata if copy else None
+
+
+def _pseudobulk_record(adata) -> dict:
+    """``{"pseudobulk": ...}`` for the model of data made by :func:`ardselect.pseudobulk`."""
+    record = adata.uns.get("pseudobulk")
+    if not isinstance(record, Mapping) or "donor" not in record:
+        return {}
+    return {"pseudobulk": {"donor": str(record["donor"]),
+                           "normalisation": str(record.get("normalisation", ""))}}
 
 
 class ScaledXWarning(UserWarning):

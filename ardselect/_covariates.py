@@ -74,17 +74,8 @@ class CovariateEncoder:
                            "sample: it says nothing a model could hold; leave it out")
                     raise DataError(msg)
                 self.columns_.append({"name": name, "kind": "categorical", "levels": levels})
+        self.column_names_ = _encoded_names(self.columns_)
         return self
-
-    @property
-    def column_names_(self) -> list[str]:
-        out = []
-        for col in self.columns_:
-            if col["kind"] == "numeric":
-                out.append(col["name"])
-            else:
-                out.extend(f"{col['name']}[{lev}]" for lev in col["levels"][1:])
-        return out
 
     def transform(self, frame: pd.DataFrame, *, error=DataError) -> np.ndarray:
         """The encoded ``(n_samples, len(column_names_))`` float64 array of ``frame``'s rows.
@@ -118,6 +109,7 @@ class CovariateEncoder:
         return np.hstack(parts) if parts else np.zeros((n, 0))
 
     def fit_transform(self, frame: pd.DataFrame) -> np.ndarray:
+        """:meth:`fit`, then :meth:`transform` of the same rows."""
         return self.fit(frame).transform(frame)
 
     def to_dict(self) -> dict:
@@ -143,11 +135,23 @@ class CovariateEncoder:
                 if not ok:
                     raise ModelError(bad)
             enc.columns_ = columns
+            enc.column_names_ = _encoded_names(columns)
             if list(data.get("encoded", enc.column_names_)) != enc.column_names_:
                 raise ModelError(bad)
         except (KeyError, TypeError, ValueError, AttributeError):
             raise ModelError(bad) from None
         return enc
+
+
+def _encoded_names(columns) -> list[str]:
+    """The encoded columns' names: ``name`` (numeric), ``name[level]`` (an indicator)."""
+    out = []
+    for col in columns:
+        if col["kind"] == "numeric":
+            out.append(col["name"])
+        else:
+            out.extend(f"{col['name']}[{lev}]" for lev in col["levels"][1:])
+    return out
 
 
 def _column(frame, name: str, error) -> pd.Series:

@@ -30,8 +30,8 @@ from .exceptions import FileFormatError, ModelError
 from .io import atomic_write, require_file
 from .preprocessing import Preprocessor
 
-__all__ = ["MODEL_FORMAT", "MODEL_FORMAT_VERSION", "DataScaleWarning", "PortableModel", "Posterior",
-           "check_model_data", "load_model"]
+__all__ = ["MODEL_FORMAT", "MODEL_FORMAT_VERSION", "CovariateEncoder", "DataScaleWarning",
+           "PortableModel", "Posterior", "check_model_data", "load_model"]
 
 MODEL_FORMAT = "ardselect-model"
 #: Version 2 added each problem's ``variance_scale``. A reader of version 1 would ignore it and

@@ -10,6 +10,7 @@ import typer
 
 from ._options import (
     CapOpt,
+    CovariatesOpt,
     CvRule,
     CvRuleOpt,
     DataArg,
@@ -28,6 +29,7 @@ from ._options import (
     MulticlassOpt,
     OverwriteOpt,
     PositiveOpt,
+    PseudobulkOpt,
     PseudocountOpt,
     QuietOpt,
     SeedOpt,
@@ -37,6 +39,8 @@ from ._options import (
     check_layer,
     check_positive,
     check_source_options,
+    covariate_names,
+    covariates_to_obs,
     read_input,
     seed_value,
 )
@@ -113,6 +117,8 @@ def evaluate(
             show_default=False,
         ),
     ] = None,
+    covariates: CovariatesOpt = None,
+    pseudobulk: PseudobulkOpt = None,
     multiclass: MulticlassOpt = Multiclass.ovr,
     max_genes: MaxGenesOpt = None,
     cv_rule: CvRuleOpt = CvRule.min,
@@ -174,6 +180,17 @@ def evaluate(
                            layer=layer, gene_columns=gene_columns, drop=drop)
         check_label_key(adata, label_key, data)
         check_positive(adata.obs[label_key], positive)
+        held = covariate_names(covariates, label_key)
+        adata = covariates_to_obs(adata, held, data)
+        if pseudobulk is not None:
+            if groups is not None:
+                msg = ("--pseudobulk holds out whole donors already; leave --groups out (the "
+                       "donor-level samples are grouped by the --pseudobulk column)")
+                raise UsageError(msg)
+            check_label_key(adata, pseudobulk, data)
+            # (a --layer was read as X: the counts are found wherever they are)
+            adata = ardselect.pseudobulk(adata, label_key, pseudobulk, use_raw=use_raw or None)
+            use_raw, groups = False, pseudobulk
         group_values = None
         if groups is not None:
             check_label_key(adata, groups, data)
@@ -210,6 +227,11 @@ def evaluate(
         if max_steps is not None:
             params["max_steps"] = int(max_steps)
         methods = {"ARD-EP": ardselect.ARDClassifier(random_state=seed, **params)}
+        covariate_values = None
+        if held:
+            # Encoded once on every sample (no label is read): levels and scales are those of
+            # the whole data set.
+            covariate_values = ardselect.model.CovariateEncoder(held).fit_transform(adata.obs)
         peers = ardselect.model_selection.baselines(random_state=seed)
         if baselines:
             methods.update(peers)
@@ -229,6 +251,7 @@ def evaluate(
             "return_selection": True,
             "random_state": seed,
             "n_jobs": n_jobs,
+            "covariates": covariate_values,
         }
         if progress is None:
             results, predictions, selection = run_evaluation(X, y, methods, **kwargs)
@@ -243,7 +266,8 @@ def evaluate(
         if group_values is not None:
             logo, logo_pred = ardselect.model_selection.ep_leave_group_out(
                 methods["ARD-EP"], X, y, group_values, criteria=("loo", "evidence"),
-                preprocessor=pre, sample_ids=adata.obs_names.to_numpy())
+                preprocessor=pre, sample_ids=adata.obs_names.to_numpy(),
+                covariates=covariate_values)
         frequency = ardselect.model_selection.selection_frequency(selection)
         stability = ardselect.model_selection.selection_stability(selection)
         if out is not None:
