@@ -3,7 +3,7 @@
 Simulated counts (seeded): ``--donors`` training donors and half as many new donors, ``--cells``
 cells each, two cell types whose share varies between donors (Beta(2, 2) per donor), ``--genes``
 genes with a baseline expression drawn per gene (log-normal), a library size per cell
-(log-normal), and Poisson counts. 5 genes mark the cell type in every donor (x 2.5 up, or
+(log-normal), and Poisson counts. 5 genes mark the cell type in every donor (x 1.6 up, or
 down), and 40 carry a donor's own shift (log-normal, sd 0.6). Two ways to fit, both with the
 inner cross-validation holding out whole donors:
 
@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 N_MARKERS, N_DONOR = 5, 40
-MARKER_FOLD, DONOR_SD = 2.5, 0.6
+MARKER_FOLD, DONOR_SD = 1.6, 0.6
 
 
 def simulate(rng, base, n_donors, cells, first=0):
