@@ -289,7 +289,7 @@ class Posterior:
     """Gaussian posterior of the weights of one binary problem, in the units of the input features.
 
     ``index`` holds the basis columns in the model (input features for the default basis, training
-    points for a kernel basis); ``-1`` marks the intercept. ``P(positive | x) = Phi(h / sqrt(1 + v))``
+    points for a kernel basis); ``-1`` marks the intercept and ``-2 - j`` known covariate ``j``. ``P(positive | x) = Phi(h / sqrt(1 + v))``
     with ``h = sum_k mean_k x[index_k]`` (``x[-1] = 1``) and ``v = x_A^T cov x_A``.
     """
 
@@ -303,8 +303,9 @@ class Posterior:
 
         Parameters
         ----------
-        design : ndarray of shape (n_samples, n_basis + 1)
-            Basis values with a last column of ones (the intercept, ``index == -1``).
+        design : ndarray of shape (n_samples, n_basis + 1) or (n_samples, n_basis + c + 1)
+            Basis values with a last column of ones (the intercept, ``index == -1``); with ``c``
+            known covariates, their columns before it in reverse order (``index == -2 - j``).
 
         Returns
         -------
@@ -367,7 +368,9 @@ class PortableModel:
     ``variance_scale`` (``Phi(a + T h / sqrt(1 + s v))``; fitted by ``criterion="cv"``, else 0, 1
     and 1). Multi-class
     probabilities combine the one-vs-rest answers as ARDClassifier does, with its
-    ``combine_temperature``.
+    ``combine_temperature``. A model fitted with known covariates (:attr:`covariates`) records
+    their encoding and adds their weights to ``h`` and ``v``; it reads them from the new
+    samples by name.
     """
 
     def __init__(self, data: Mapping):

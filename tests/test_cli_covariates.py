@@ -106,14 +106,16 @@ def cells_h5ad(tmp_path, rng):
 
 def test_fit_and_evaluate_pseudobulk_hold_out_donors(cells_h5ad, tmp_path):
     out = tmp_path / "res"
-    result = run("fit", cells_h5ad, "-g", "cell_type", "--pseudobulk", "donor", "-o", out,
-                 "-j", "1")
+    result = run("fit", cells_h5ad, "-g", "cell_type", "--pseudobulk", "donor", "--covariates",
+                 "sex", "-o", out, "-j", "1")
     assert result.exit_code == 0, result.stderr
     assert "pseudobulk: 20 donor-and-label samples from 200 cells" in result.stdout
     groups = pd.read_csv(out / "groups.tsv", sep="\t")
     assert sorted(groups["donor"]) == [f"d{i}" for i in range(10)]
     assert (groups["n_samples"] == 2).all()
     assert "Pseudobulk" in (out / "report.html").read_text()
+    weights = pd.read_csv(out / "covariates.tsv", sep="\t")
+    assert list(weights["column"]) == ["sex[M]"]  # a donor-level covariate carried over
     pred = run("predict", out / "model.json", cells_h5ad, "-o", tmp_path / "p.tsv")
     assert pred.exit_code == 0, pred.stderr
     assert len(pd.read_csv(tmp_path / "p.tsv", sep="\t")) == 20
