@@ -552,7 +552,7 @@ def rank_genes(
         They are never pruned, never counted or listed as genes; their weights are stored apart
         (:func:`ardselect.get.covariates_df`), and the portable model records the encoding, so
         that its predictions read the same columns from new data by name. ARD model only. See
-        the user guide, "Known covariates".
+        the user guide, "Known covariates and donor-level signatures".
 
     Returns
     -------
@@ -649,6 +649,8 @@ def rank_genes(
         msg = f"adata must be an AnnData object, not {type(adata).__name__}"
         raise TypeError(msg)
     _check_rank_options(estimator_params, key_added, max_steps, model, criterion)
+    if isinstance(covariates, str):
+        covariates = [covariates]
     params = {
         "groupby": groupby,
         "positive": positive,
@@ -696,8 +698,6 @@ def rank_genes(
             raise ValueError(msg)
         from ._covariates import CovariateEncoder
 
-        if isinstance(covariates, str):
-            covariates = [covariates]
         clash = [c for c in covariates if c in (groupby,)]
         if clash:
             msg = f"the label key {clash[0]!r} cannot also be a covariate"

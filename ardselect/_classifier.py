@@ -284,7 +284,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             (``intercept_alpha`` on unit-RMS columns; 0.01 with ``"ard"``): never pruned, never
             counted as genes, absent from ``coef_``, ``support_`` and the ranked table. Their
             weights are ``covariate_coef_``. Prediction then needs the same columns
-            (``predict(X, covariates=...)``). See the user guide, "Known covariates".
+            (``predict(X, covariates=...)``). See the user guide, "Known covariates and
+            donor-level signatures".
 
         Returns
         -------

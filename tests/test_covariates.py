@@ -230,7 +230,8 @@ def test_the_portable_model_needs_its_covariates_by_name(batch_adata):
     import ardselect
     from ardselect import ModelError
 
-    ardselect.rank_genes(batch_adata, "label", covariates=["batch"])
+    ardselect.rank_genes(batch_adata, "label", covariates="batch")  # one name, as a str
+    assert list(batch_adata.uns["ardselect"]["params"]["covariates"]) == ["batch"]
     model = ardselect.get.model(batch_adata)
     frame = batch_adata.to_df()
     with pytest.raises(ModelError, match="holds the covariates batch; give them"):
