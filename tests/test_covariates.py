@@ -261,3 +261,18 @@ def test_rank_genes_refuses_bad_covariates(batch_adata):
         ardselect.rank_genes(batch_adata, "label", covariates=["batch"], model="spike-slab")
     with pytest.raises(ValueError, match="cannot also be a covariate"):
         ardselect.rank_genes(batch_adata, "label", covariates=["label"])
+
+
+def test_evaluate_holds_the_covariates_in_the_methods_that_take_them(rng):
+    from sklearn.linear_model import LogisticRegression
+
+    from ardselect.model_selection import ep_leave_group_out, evaluate
+
+    X, y, C = batch_data(rng, n=60, p=15)
+    methods = {"ARD": ARDClassifier(criterion="evidence"), "LR": LogisticRegression()}
+    results, predictions = evaluate(X, y, methods, covariates=C, n_splits=2)
+    assert set(results["method"]) == {"ARD", "LR"}
+    assert np.isfinite(predictions.filter(like="prob_").to_numpy()).all()
+    scores, _ = ep_leave_group_out(ARDClassifier(criterion="evidence"), X, y,
+                                   np.arange(60) % 4, covariates=C)
+    assert scores["genes"].iloc[0] <= X.shape[1]
