@@ -298,7 +298,8 @@ def evaluate(
                                       groups=groups, logo=logo)
                 tx.commit()
         if not quiet:
-            _evaluate_summary(summary, results, data, label_key, out, groups)
+            _evaluate_summary(summary, results, data, label_key, out, groups, held,
+                              pseudobulk=pseudobulk is not None)
             if logo is not None:
                 _logo_summary(logo, groups)
             _stability_summary(stability, frequency)
@@ -340,7 +341,8 @@ def _stability_summary(stability, frequency, top=8):
         console.print(f"most often selected by {method}: {shown or 'none'}")
 
 
-def _evaluate_summary(summary, results, data, label_key, out, groups=None):
+def _evaluate_summary(summary, results, data, label_key, out, groups=None, covariates=None,
+                      *, pseudobulk=False):
     console = stdout_console()
     def sizes(col):  # one size, or the range when whole groups make them differ
         lo, hi = int(results[col].min()), int(results[col].max())
@@ -350,7 +352,11 @@ def _evaluate_summary(summary, results, data, label_key, out, groups=None):
     console.print(
         f"{data.name} ({label_key}): {int(summary['n_splits'].iloc[0])} random "
         f"{sizes('n_train')}/{sizes('n_test')} train/test partitions ({how})"
+        + (f" of the pseudobulk samples (one per {groups} and label)" if pseudobulk else "")
     )
+    if covariates:
+        console.print(f"covariates held in every ARD-EP model: {', '.join(covariates)} (the "
+                      "other methods are fitted on the genes alone)")
     table = summary_table(console)
     for col in ("method", "error rate %", "genes", "log-loss", "ECE", "if calibrated",
                 "confidence - accuracy"):

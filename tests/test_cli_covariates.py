@@ -92,6 +92,7 @@ def test_evaluate_with_covariates(batch_h5ad, tmp_path):
     result = run("evaluate", batch_h5ad, "-g", "cell_type", "--covariates", "batch",
                  "--splits", "2", "-j", "1", "--no-l1", "-o", tmp_path / "ev")
     assert result.exit_code == 0, result.stderr
+    assert "covariates held in every ARD-EP model: batch" in result.stdout
     selection = pd.read_csv(tmp_path / "ev" / "selection.tsv", sep="\t")
     assert "batch" not in " ".join(map(str, selection.columns)) + " ".join(
         map(str, selection.iloc[:, 0]))
@@ -122,6 +123,7 @@ def test_fit_and_evaluate_pseudobulk_hold_out_donors(cells_h5ad, tmp_path):
     ev = run("evaluate", cells_h5ad, "-g", "cell_type", "--pseudobulk", "donor", "--splits",
              "2", "-j", "1", "--no-l1", "-o", tmp_path / "ev")
     assert ev.exit_code == 0, ev.stderr
+    assert "of the pseudobulk samples (one per donor and label)" in ev.stdout
     predictions = pd.read_csv(tmp_path / "ev" / "predictions.tsv", sep="\t")
     donors = predictions["sample"].str.split("|").str[0]
     for _, block in predictions.assign(donor=donors).groupby(["split", "method"]):
