@@ -10,7 +10,7 @@ import contextlib
 import logging
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -185,11 +185,15 @@ def _rank_core(
     log1p_base: float | None = None,
     groups=None,
     model: str = "ard",
+    covariates=None,
+    covariate_encoder=None,
 ) -> RankResult:
     """Preprocess, fit the classifier and tabulate its results (arrays in, tables out).
 
     ``sample_names`` (one per row of ``X``) name the samples in messages about bad values;
-    ``groups`` (one per row, optional) are held out whole by the inner cross-validation.
+    ``groups`` (one per row, optional) are held out whole by the inner cross-validation;
+    ``covariates`` (``(n, c)``, encoded by ``covariate_encoder``, optional) are held in every
+    model.
     ``model`` is ``"ard"`` (:class:`~ardselect.ARDClassifier`) or ``"spike-slab"``
     (:class:`~ardselect.SpikeSlabClassifier`).
     """
@@ -255,7 +259,7 @@ def _rank_core(
         if spikeslab:
             est.fit(Z, codes)
         else:
-            est.fit(Z, codes, groups=groups)
+            est.fit(Z, codes, groups=groups, covariates=covariates)
     for w in caught:
         # The estimator names classes by their integer codes ("class 9"); name them by their
         # labels. Only "class <code>" is rewritten, so other numbers (max_steps=2000) stay.
@@ -344,6 +348,12 @@ def _rank_core(
     else:
         frontier = pd.DataFrame(columns=list(_FRONTIER_COLUMNS))
     cv_groups = pd.DataFrame(getattr(est, "cv_groups_", pd.DataFrame()))
+    covariate_weights = None
+    if covariate_encoder is not None:
+        from ._covariates import covariate_table
+
+        covariate_weights = covariate_table(covariate_encoder, est.covariate_coef_,
+                                            est.covariate_coef_sd_, list(chosen_step))
 
     extra = {
         "criterion": criterion,
@@ -351,6 +361,8 @@ def _rank_core(
         "positive": positive,
     }
     extra.update(model_extra or {})
+    if covariate_encoder is not None:
+        extra["covariates"] = covariate_encoder.to_dict()
     model = PortableModel.from_estimator(est, pre, kept_names, est_classes, extra=extra)
     return RankResult(
         classes=est_classes,
@@ -359,6 +371,7 @@ def _rank_core(
         path=path,
         frontier=frontier,
         cv_groups=cv_groups,
+        covariates=covariate_weights,
         chosen_step=chosen_step,
         log2_fc=lfc,
         preprocessor=pre,
@@ -471,6 +484,7 @@ def rank_genes(
     key_added: str = "ardselect",
     copy: bool = False,
     model: str = "ard",
+    covariates: Sequence[str] | None = None,
 ):
     """Select and rank the genes that predict ``adata.obs[groupby]`` with an ARD probit classifier.
 
@@ -535,6 +549,14 @@ def rank_genes(
         ``threshold``). ``criterion`` and ``max_steps`` do not apply to it (an error if given);
         ``estimator_params`` are :class:`~ardselect.SpikeSlabClassifier` parameters. See the
         record it writes below.
+    covariates : sequence of str, optional
+        ``obs`` columns of known covariates (batch, donor sex, age, percent mitochondrial
+        reads) held in every model of the path: numeric columns standardised, categorical ones
+        (strings, booleans, categories) one-hot with the first level in sorted order dropped.
+        They are never pruned, never counted or listed as genes; their weights are stored apart
+        (:func:`ardselect.get.covariates_df`), and the portable model records the encoding, so
+        that its predictions read the same columns from new data by name. ARD model only. See
+        the user guide, "Known covariates and donor-level signatures".
 
     Returns
     -------
@@ -565,7 +587,8 @@ def rank_genes(
           ``path`` and ``frontier`` (tables as dicts of columns; read them with
           :func:`ardselect.get.ranked_genes_df`, :func:`ardselect.get.path_df` and
           :func:`ardselect.get.frontier_df`), ``cv_groups`` with ``groups`` (read it with
-          :func:`ardselect.get.cv_groups_df`),
+          :func:`ardselect.get.cv_groups_df`), ``covariates`` with ``covariates`` (the
+          covariates' weights; :func:`ardselect.get.covariates_df`),
           ``preprocessing`` (what was applied, including ``n_dropped`` constant genes) and
           ``model_json`` (the portable model as JSON text; see :func:`ardselect.get.model`);
         * ``uns[key]`` also holds the layout of ``scanpy.tl.rank_genes_groups``, so that
@@ -630,6 +653,8 @@ def rank_genes(
         msg = f"adata must be an AnnData object, not {type(adata).__name__}"
         raise TypeError(msg)
     _check_rank_options(estimator_params, key_added, max_steps, model, criterion)
+    if isinstance(covariates, str):
+        covariates = [covariates]
     params = {
         "groupby": groupby,
         "positive": positive,
@@ -645,6 +670,7 @@ def rank_genes(
         "max_steps": max_steps,
         "groups": groups,
         "estimator_params": dict(estimator_params or {}),
+        **({"covariates": list(covariates)} if covariates else {}),
         "key_added": key_added,
         "version": __version__,
     }
@@ -667,6 +693,19 @@ def rank_genes(
             msg = (f"groups are used by the inner cross-validation of criterion='cv' only; got "
                    f"{what}")
             raise ValueError(msg)
+    encoder = covariate_values = None
+    if covariates:
+        if model == "spike-slab":
+            msg = "covariates are held by the ARD model only; leave them out with model='spike-slab'"
+            raise ValueError(msg)
+        from ._covariates import CovariateEncoder
+
+        clash = [c for c in covariates if c in (groupby,)]
+        if clash:
+            msg = f"the label key {clash[0]!r} cannot also be a covariate"
+            raise ValueError(msg)
+        encoder = CovariateEncoder(covariates)
+        covariate_values = encoder.fit_transform(adata.obs)
     if use_raw:
         _check_var_in_raw(adata.var_names, source.var_names)
     X = source.X
@@ -691,11 +730,14 @@ def rank_genes(
         standardize=standardize,
         max_steps=max_steps,
         estimator_params=estimator_params,
-        model_extra={"label_key": groupby, "input": {"layer": layer, "use_raw": bool(use_raw)}},
+        model_extra={"label_key": groupby, "input": {"layer": layer, "use_raw": bool(use_raw)},
+                     **_pseudobulk_record(adata)},
         sample_names=adata.obs_names,
         log1p_base=_log1p_base(adata),
         groups=None if groups is None else adata.obs[groups].to_numpy(),
         model=model,
+        covariates=covariate_values,
+        covariate_encoder=encoder,
     )
     _write_results(adata, result, key_added, params, symbol_key=skey)
     record = _scanpy_record(result, source.var_names, result.log2_fc)
@@ -713,6 +755,15 @@ def _check_var_in_raw(var_names, raw_names):
         msg = (f"use_raw: {len(missing)} gene(s) of adata.var are not in adata.raw ({shown}); "
                "each gene of var takes its results from raw by name")
         raise DataError(msg)
+
+
+def _pseudobulk_record(adata) -> dict:
+    """``{"pseudobulk": ...}`` for the model of data made by :func:`ardselect.pseudobulk`."""
+    record = adata.uns.get("pseudobulk")
+    if not isinstance(record, Mapping) or "donor" not in record:
+        return {}
+    return {"pseudobulk": {"donor": str(record["donor"]),
+                           "normalisation": str(record.get("normalisation", ""))}}
 
 
 class ScaledXWarning(UserWarning):

@@ -53,6 +53,7 @@ class RankResult:
     credible: pd.DataFrame | None = None  # _CREDIBLE_COLUMNS (spike-slab only)
     hyper: pd.DataFrame | None = None  # _HYPER_COLUMNS (spike-slab only)
     cv_groups: pd.DataFrame | None = None  # ARDClassifier.cv_groups_ (ARD with groups only)
+    covariates: pd.DataFrame | None = None  # the covariates' weights (ARD with covariates only)
 
 
 def _table_to_uns(df: pd.DataFrame) -> dict:
@@ -290,6 +291,8 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
         "frontier": _table_to_uns(result.frontier),
         **({"cv_groups": _table_to_uns(result.cv_groups)}
            if result.cv_groups is not None and len(result.cv_groups) else {}),
+        **({"covariates": _table_to_uns(result.covariates)}
+           if result.covariates is not None and len(result.covariates) else {}),
         # Samples the model was fitted on: all of them, or the stratified sketch (max_samples).
         "n_fit_samples": int(adata.n_obs if getattr(result.estimator, "sketch_", None) is None
                              else len(result.estimator.sketch_)),

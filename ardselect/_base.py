@@ -235,7 +235,8 @@ class _ARDPathEstimator(SelectorMixin, BaseEstimator):
         (0, 0, ``inf`` when it is out of the model or not fitted).
         """
         c = scale[active]
-        feat = active != self._icol
+        feat = active < self._n_basis  # the basis functions (not the intercept or covariates)
+        icpt = active == self._icol
         coef = np.zeros(self._n_basis)
         sd = np.zeros(self._n_basis)
         alpha = np.full(self._n_basis, np.inf)
@@ -244,11 +245,11 @@ class _ARDPathEstimator(SelectorMixin, BaseEstimator):
         sd[cols] = factor * np.sqrt(var[feat] / c[feat] ** 2)
         alpha[cols] = alpha_s[feat] * c[feat] ** 2 / factor**2
         intercept = (0.0, 0.0, np.inf)
-        if (~feat).any():
-            ci = c[~feat][0]
-            intercept = (float(factor * mean[~feat][0] / ci),
-                         float(factor * np.sqrt(var[~feat][0] / ci**2)),
-                         float(alpha_s[~feat][0] * ci**2 / factor**2))
+        if icpt.any():
+            ci = c[icpt][0]
+            intercept = (float(factor * mean[icpt][0] / ci),
+                         float(factor * np.sqrt(var[icpt][0] / ci**2)),
+                         float(alpha_s[icpt][0] * ci**2 / factor**2))
         return coef, sd, alpha, intercept
 
     def _set_weights(self, rows, chosen_steps):
@@ -297,7 +298,7 @@ class _ARDPathEstimator(SelectorMixin, BaseEstimator):
                 "step": s.step,
                 "action": s.action,
                 "feature": "" if s.feature < 0 else str(self._basis_names[s.feature]),
-                "n_basis": int(np.sum(s.active != self._icol)),
+                "n_basis": int(np.sum(s.active < self._n_basis)),
                 "log_evidence": s.stats["log_evidence"],
             })
             for name, fn in (extra or {}).items():
@@ -309,13 +310,18 @@ class _ARDPathEstimator(SelectorMixin, BaseEstimator):
         return frame
 
     # ------------------------------------------------------------------ 5. prediction
-    def _latent(self, X):
-        """Posterior mean and variance of each problem's latent at ``X``: two ``(n, k)`` arrays."""
+    def _latent(self, X, covariates=None):
+        """Posterior mean and variance of each problem's latent at ``X``: two ``(n, k)`` arrays.
+
+        ``covariates`` are the known covariates of the samples, as the fit had them (columns
+        appended after the basis and the intercept).
+        """
         check_is_fitted(self)
         if is_dask(X):
             X = self._gather_model_genes(X)
         X = self._validate_x(X, reset=False)
         Phi = self._basis_matrix(X)
+        Phi = self._with_covariates(Phi, covariates)
         means, variances = [], []
         for ch in self._chosen:
             A = Phi[:, ch.active]
@@ -324,6 +330,10 @@ class _ARDPathEstimator(SelectorMixin, BaseEstimator):
             means.append(m)
             variances.append(v)
         return np.array(means).T, np.array(variances).T
+
+    def _with_covariates(self, Phi, covariates):
+        """The design ``Phi`` with the covariate columns appended: as is without covariates."""
+        return Phi
 
     def _gather_model_genes(self, X):
         """A dask array in row chunks as a CSR matrix holding only the genes the models read.

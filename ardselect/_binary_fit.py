@@ -38,7 +38,8 @@ def path_choice(steps, criterion):
 class BinaryFit:
     """Everything kept of one binary problem: the path and the model chosen on it."""
 
-    def __init__(self, positive_class, run, scale, names, intercept_col, signs):
+    def __init__(self, positive_class, run, scale, names, intercept_col, signs, covariates=(),
+                 fixed=None):
         self.positive_class = positive_class
         self.steps = run.steps
         self.n_path = run.n_path  # the path proper's steps; its pruning tail follows them
@@ -48,6 +49,10 @@ class BinaryFit:
         self.names = names  # (m,) basis function names
         self.intercept_col = intercept_col  # column index of the intercept in the basis, or -1
         self.signs = signs  # (n,) +1 for the problem's class
+        # Columns of the known covariates (held in every model, never genes) and the precisions
+        # of the held columns ({column: alpha}, or None).
+        self.covariate_cols = np.asarray(covariates, dtype=np.intp)
+        self.fixed = fixed
         self.cv_step = None  # the step the inner cross-validation chose (criterion="cv")
         self.step_calibration = {}  # step -> Calibration fitted by the inner CV
         self.frequency = None  # (m,) share of the fold models of the chosen size holding a column
@@ -65,9 +70,13 @@ class BinaryFit:
             return self.cv_step
         if max_genes is None:
             return path_choice(self.steps[: self.n_path], criterion)
-        idx = [i for i, s in enumerate(self.steps)
-               if np.sum(s.active != self.intercept_col) <= max_genes]
+        idx = [i for i, s in enumerate(self.steps) if self.n_genes(s.active) <= max_genes]
         return idx[path_choice([self.steps[i] for i in idx], criterion)]
+
+    def n_genes(self, active):
+        """The number of genes among the columns ``active`` (not the intercept or covariates)."""
+        held = np.isin(active, self.covariate_cols) | (active == self.intercept_col)
+        return int(np.sum(~held))
 
     def set_step(self, k):
         """Rebuild the posterior at path step ``k`` with tightly converged EP."""
@@ -112,7 +121,7 @@ def fit_problems(spec, problems, classes, y_idx, Phi_s, allowed, scale, *, joint
         if run.problem.n_ep_unconverged:
             logger.info("EP hit ep_max_iter at %d path steps", run.problem.n_ep_unconverged)
         fits.append(BinaryFit(classes[k], run, scale, names, icol,
-                              np.where(y_idx == k, 1.0, -1.0)))
+                              np.where(y_idx == k, 1.0, -1.0), spec.covariates, spec.fixed))
     return fits, max(f.n_path - 1 for f in fits)
 
 

@@ -205,8 +205,7 @@ def certainty_table(fits, coef, coef_sd, alpha, *, alpha_min, intercept_alpha):
         order = np.lexsort((tie, -key, ~selected))
         entered = np.full(n_basis, -1)
         for s in reversed(fit.steps):
-            cols = s.active[s.active < n_basis] if fit.intercept_col >= 0 else s.active
-            cols = cols[cols != fit.intercept_col]
+            cols = s.active[s.active < n_basis]  # the genes (the basis functions)
             entered[cols] = s.step
         frames.append(pd.DataFrame({
             "class": fit.positive_class,
@@ -236,15 +235,21 @@ def certainty_table(fits, coef, coef_sd, alpha, *, alpha_min, intercept_alpha):
 def marginal_log_bf(fit, design, *, alpha_min, intercept_alpha):
     """Each column alone (beside the intercept) against the intercept alone: a log BF.
 
+    With known covariates, each column beside the intercept and the covariates against those.
+
     On the EP sites of the intercept-only model (the intercept at its fixed precision, or with
     ``intercept_alpha="ard"`` at the widest prior the path allows), by the closed form of
     :func:`ardselect._certainty.inclusion_certainty`. Without the intercept, genes high in
     the larger class would score for the class imbalance itself.
     """
-    if fit.intercept_col >= 0:
+    if fit.intercept_col >= 0 or fit.covariate_cols.size:
+        # The held columns: the intercept, then the covariates at their fixed precisions.
         a0 = alpha_min if intercept_alpha == "ard" else intercept_alpha
-        st0 = fit.problem.fit_sites(np.array([fit.intercept_col]), np.array([float(a0)]),
-                                    None, tol=1e-9)
+        held = [fit.intercept_col] if fit.intercept_col >= 0 else []
+        held_alpha = [float(a0)] * len(held)
+        held += [int(c) for c in fit.covariate_cols]
+        held_alpha += [float(fit.fixed[int(c)]) for c in fit.covariate_cols]
+        st0 = fit.problem.fit_sites(np.array(held), np.array(held_alpha), None, tol=1e-9)
         b0 = st0.tau
         t0 = np.where(b0 > 0, st0.nu / np.where(b0 > 0, b0, 1.0), 0.0)
         post0 = st0.post

@@ -8,6 +8,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -27,7 +28,7 @@ from ._rows import (
     sketch,
     stratified_sketch,  # noqa: F401 (tests and benchmarks import it from here)
 )
-from ._validation import check_binary_labels, require_y
+from ._validation import check_binary_labels, check_covariates, require_y
 from .exceptions import DataError
 from .model import Posterior
 
@@ -146,6 +147,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         ARD precisions in the units of the input, ``inf`` outside the model.
     intercept_, intercept_sd_, intercept_alpha_ : ndarray of shape (n_problems,)
         Posterior mean, sd and precision of the intercept.
+    covariate_coef_, covariate_coef_sd_ : ndarray of shape (n_problems, n_covariates_in_)
+        Posterior mean and sd of the weights of the covariates held (``fit(..., covariates=)``).
     path_ : pandas.DataFrame
         One row per step and problem: ``class``, ``step``, ``action`` (init, add, delete,
         reestimate, prune), ``feature``, ``n_basis``, ``log_evidence``, ``loo_error``,
@@ -158,8 +161,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         After ``fit(X, y, groups=...)``: each group's held-out error and log-loss.
     temperature_, variance_scale_, calibration_offset_ : ndarray of shape (n_problems,)
         The calibration ``P = Phi(a + T m / sqrt(1 + s v))`` of each problem (1, 1, 0 if none).
-    combine_temperature_ : float
-        Temperature of the multi-class combination.
+    combine_temperature_ : float (the temperature of the multi-class combination)
     chosen_step_ : ndarray of int of shape (n_problems,)
         Path step chosen for each binary problem.
     support_ : ndarray of bool of shape (n_features_in_,)
@@ -170,7 +172,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         Kernel basis: training points whose functions are in the model.
     n_iter_ : int
         Largest number of path steps of a binary problem.
-    n_features_in_ : int
+    n_features_in_, n_covariates_in_ : int
     feature_names_in_ : ndarray of str (only when X has string column names)
 
     See Also
@@ -263,7 +265,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     _parameter_constraints = SklearnConstraints()  # for scikit-learn's checks
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, y, groups=None):
+    def fit(self, X, y, groups=None, *, covariates=None):
         """Run the ARD path on (X, y) and keep the model chosen by ``criterion``.
 
         Parameters
@@ -279,6 +281,16 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             ``StratifiedGroupKFold``; ``min(cv, number of groups)`` folds), so the number of
             genes is chosen for new groups, and ``cv_groups_`` reports each group's held-out
             error and log-loss. At least two groups; only with ``criterion="cv"``.
+        covariates : array-like of shape (n_samples, n_covariates), optional
+            Known covariates (batch, sex, age, percent mitochondrial reads), numeric and already
+            encoded (a categorical one as one-hot columns with one level dropped;
+            :func:`~ardselect.rank_genes` and the command line encode ``obs`` columns by name).
+            They enter every model of the path beside the intercept at its fixed weak prior
+            (``intercept_alpha`` on unit-RMS columns; 0.01 with ``"ard"``): never pruned, never
+            counted as genes, absent from ``coef_``, ``support_`` and the ranked table. Their
+            weights are ``covariate_coef_``. Prediction then needs the same columns
+            (``predict(X, covariates=...)``). See the user guide, "Known covariates and
+            donor-level signatures".
 
         Returns
         -------
@@ -291,9 +303,17 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         groups = check_groups(groups, y, self.criterion)
         # Validate: the rows to fit (a sketch, a dask array gathered or kept lazy), X and y.
         X, y, client = from_dask(X, y)
+        if covariates is not None:
+            covariates = check_covariates(covariates, np.asarray(y).shape[0])
+        if covariates is not None and client is not None:
+            msg = ("covariates are not taken with a dask X; gather X into memory (or fit a "
+                   "max_samples sketch of it) first")
+            raise DataError(msg)
         X, y, self.sketch_ = sketch(X, y, self.max_samples)
         if groups is not None and self.sketch_ is not None:
             groups = groups[self.sketch_]
+        if covariates is not None and self.sketch_ is not None:
+            covariates = covariates[self.sketch_]
         # A dask array fitted whole with the gene basis stays where it is: every pass the path
         # makes over the design is a dask reduction over its row chunks (``_lazy.LazyDesign``).
         lazy = client is not None and self.sketch_ is None and self.kernel == "features"
@@ -313,6 +333,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         basis = make_basis(self.kernel, self.gamma, self.degree, self.coef0)
         Phi_s, scale, allowed = self._prepare_design(X, basis,
                                                      constant_features=self.constant_features)
+        Phi_s, scale, allowed = self._append_covariates(Phi_s, scale, allowed, covariates)
         problems = [1] if classes.size == 2 else list(range(classes.size))
         # multiclass="shared": one path for all classes, the genes' precisions shared.
         self._joint = self.multiclass == "shared" and classes.size > 2
@@ -354,6 +375,10 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         fixed = None
         if self.intercept_alpha != "ard" and self._icol >= 0:
             fixed = {self._icol: float(self.intercept_alpha)}  # held in every model
+        if self._cov_cols.size:
+            # The known covariates: held in every model at the intercept's weak prior.
+            held = INTERCEPT_ALPHA if self.intercept_alpha == "ard" else self.intercept_alpha
+            fixed = {**(fixed or {}), **{int(c): float(held) for c in self._cov_cols}}
         penalty = (0.5 * np.log(n_samples) if self.inclusion_penalty == "bic"
                    else float(self.inclusion_penalty))
         # The pruning tail: down to every size of the frontier (and to the gene budget itself),
@@ -369,7 +394,52 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                         penalty=penalty, icol=self._icol, fixed=fixed,
                         loo_prob_scale=self.loo_prob_scale, damping=self.damping,
                         ep_tol=ep_tol_for(self.ep_tol, n_samples), ep_max_iter=self.ep_max_iter,
-                        sizes=sizes)
+                        sizes=sizes, covariates=tuple(int(c) for c in self._cov_cols))
+
+    def _append_covariates(self, Phi_s, scale, allowed, covariates):
+        """The design with the covariates' columns appended at unit RMS (after the intercept).
+
+        Sets ``_cov_cols`` (their columns; empty without covariates) and ``n_covariates_in_``;
+        without covariates the design is returned as it is.
+        """
+        from ._basis import unit_rms
+
+        self._cov_cols = np.zeros(0, dtype=np.intp)
+        self.n_covariates_in_ = 0
+        if covariates is None:
+            return Phi_s, scale, allowed
+        const = np.ptp(covariates, axis=0) == 0
+        if const.any():
+            msg = (f"covariates column {int(np.flatnonzero(const)[0])} is constant: it would "
+                   "duplicate the intercept; drop it (a categorical covariate needs two levels "
+                   "among the samples fitted)")
+            raise DataError(msg)
+        C_s, c_scale, _ = unit_rms(covariates)
+        m = Phi_s.shape[1]
+        self._cov_cols = np.arange(m, m + C_s.shape[1], dtype=np.intp)
+        self.n_covariates_in_ = int(C_s.shape[1])
+        self._basis_names = np.concatenate(
+            [self._basis_names, [f"(covariate {k})" for k in range(C_s.shape[1])]])
+        if sp.issparse(Phi_s):
+            Phi_s = sp.hstack([Phi_s, sp.csc_matrix(C_s)], format="csc")
+        else:
+            Phi_s = np.hstack([Phi_s, C_s])
+        return (Phi_s, np.concatenate([scale, c_scale]),
+                np.concatenate([allowed, np.ones(C_s.shape[1], dtype=bool)]))
+
+    def _with_covariates(self, Phi, covariates):
+        """The basis ``Phi`` of new samples with their covariates appended, as in the fit."""
+        n_cov = getattr(self, "n_covariates_in_", 0)
+        if not n_cov:
+            if covariates is not None:
+                msg = ("covariates were given, but the model was fitted without them; leave "
+                       "them out")
+                raise DataError(msg)
+            return Phi
+        C = check_covariates(covariates, Phi.shape[0], expected=n_cov)
+        if sp.issparse(Phi):
+            return sp.hstack([Phi, sp.csr_matrix(C)], format="csr")
+        return np.hstack([Phi, C])
     def _set_steps(self, steps):
         rows, posts = [], []
         for fit, step in zip(self._fits, steps, strict=True):
@@ -377,8 +447,14 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             rows.append(self._input_units(fit.active, fit.post.mean, fit.var_scaled,
                                           fit.alpha_scaled, fit.scale))
             index = np.where(fit.active != fit.intercept_col, fit.active, -1)
+            if self._cov_cols.size:
+                # Covariate k is column -(2 + k) of Posterior.latent's design (after the genes,
+                # the covariates in reverse order, then the intercept).
+                cov = np.isin(fit.active, self._cov_cols)
+                index = np.where(cov, -2 - (fit.active - self._cov_cols[0]), index)
             posts.append(Posterior(index, fit.mean.copy(), fit.cov(), fit.positive_class))
         self._set_weights(rows, [f.chosen for f in self._fits])
+        self._set_covariate_weights()
         self.posteriors_ = posts
         self._chosen = [_Chosen(f.active, f.scale, f.post) for f in self._fits]
         # The calibration the inner cross-validation fitted belongs to the sizes it scored; any
@@ -390,6 +466,20 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         at_cv = all(f.chosen == f.cv_step for f in self._fits)
         self.combine_temperature_ = (float(getattr(self, "_combine_temperature", 1.0))
                                      if at_cv else 1.0)
+
+    def _set_covariate_weights(self):
+        """``covariate_coef_`` and ``covariate_coef_sd_``: the covariates' weights per problem.
+
+        In the units of the covariates as given to ``fit``; ``(n_problems, n_covariates)``.
+        """
+        c = self._cov_cols
+        coef = np.zeros((len(self._fits), c.size))
+        sd = np.zeros((len(self._fits), c.size))
+        for i, fit in enumerate(self._fits):
+            pos = np.searchsorted(fit.active, c)  # held in every model: always active
+            coef[i] = fit.mean[pos]  # (already in the units of the basis: fit.mean)
+            sd[i] = np.sqrt(fit.var_scaled[pos]) / fit.scale[c]
+        self.covariate_coef_, self.covariate_coef_sd_ = coef, sd
 
     # ------------------------------------------------------------------ model choice
     def choose_step(self, criterion):
@@ -425,13 +515,13 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         return new
 
     # ------------------------------------------------------------------ prediction
-    def _calibrated(self, X):
+    def _calibrated(self, X, covariates=None):
         """``a + T m / sqrt(1 + s v)`` of every problem at ``X``: ``(n_samples, n_problems)``."""
-        m, v = self._latent(X)
+        m, v = self._latent(X, covariates)
         return (moderated_latent(m, v, self.temperature_, self.variance_scale_)
                 + self.calibration_offset_)
 
-    def decision_function(self, X):
+    def decision_function(self, X, covariates=None):
         """The calibrated latent ``a + T m / sqrt(1 + s v)`` (per class for multi-class).
 
         ``m`` and ``v`` are the posterior mean and variance of the latent ``w . phi(x)``; ``a``,
@@ -446,10 +536,10 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
-        z = self._calibrated(X)
+        z = self._calibrated(X, covariates)
         return z[:, 0] if z.shape[1] == 1 else z
 
-    def predict_proba(self, X):
+    def predict_proba(self, X, covariates=None):
         """Class probabilities, integrating over the Gaussian weight posterior.
 
         For each binary problem ``P = Phi(a + T m / sqrt(1 + s v))`` with ``m, v`` the posterior
@@ -463,17 +553,22 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         -------
         ndarray of shape (n_samples, n_classes), columns in ``classes_`` order.
         """
-        return np.exp(self.predict_log_proba(X))
+        return np.exp(self.predict_log_proba(X, covariates))
 
-    def predict_log_proba(self, X):
+    def predict_log_proba(self, X, covariates=None):
         """Log of :meth:`predict_proba`, computed in log space."""
-        m, v = self._latent(X)
+        m, v = self._latent(X, covariates)
         return probit_log_proba(m, v, self.temperature_, self.combine_temperature_,
                                 self.variance_scale_, self.calibration_offset_)
 
-    def predict(self, X):
-        """Most probable class (the argmax of :meth:`predict_proba`)."""
-        proba = self.predict_proba(X)
+    def predict(self, X, covariates=None):
+        """Most probable class (the argmax of :meth:`predict_proba`).
+
+        ``covariates`` (``(n_samples, n_covariates)``) are required when the model was fitted
+        with them, and refused otherwise; the same holds for :meth:`predict_proba`,
+        :meth:`predict_log_proba` and :meth:`decision_function`.
+        """
+        proba = self.predict_proba(X, covariates)
         return self.classes_[np.argmax(proba, axis=1)]
 
     def leave_group_out_proba(self, groups):

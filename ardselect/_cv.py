@@ -389,15 +389,20 @@ def fold_design(Phi_s, allowed, icol, train, test):
 
     As a refit on the fold would: columns back to unit RMS on the fold's training part (the
     precision floor is defined on that scale), genes constant there left out. The held-out rows
-    are scaled the same way. Returns ``(Phi_tr, allowed_f, rows)``.
+    are scaled the same way. ``icol`` is the intercept's column, or an array of the columns held
+    in every model (:attr:`~ardselect._problem.PathSpec.nongene`). Returns
+    ``(Phi_tr, allowed_f, rows)``.
     """
     from ._basis import unit_rms
     from ._validation import constant_columns
 
     Phi_tr, scale, nonzero = unit_rms(Phi_s[train])
     allowed_f = allowed & nonzero & ~constant_columns(Phi_tr)
-    if icol >= 0:
-        allowed_f[icol] = allowed[icol]  # the intercept column is constant by design
+    held = np.atleast_1d(icol)
+    held = held[held >= 0]
+    # The held columns stay as in the full fit: the intercept is constant by design, and a
+    # covariate may be constant (a batch absent) within a fold.
+    allowed_f[held] = allowed[held]
     rows = Phi_s[test] @ sp.diags(1.0 / scale) if sp.issparse(Phi_s) else Phi_s[test] / scale
     return Phi_tr, allowed_f, rows
 
@@ -407,7 +412,7 @@ def _held_out(run, icol, sizes, rows):
     out = {}
     for k, i in size_steps(run.steps, icol, sizes).items():
         st = run.steps[i]
-        out[k] = (step_latent(run.problem, st, rows), st.active[st.active != icol])
+        out[k] = (step_latent(run.problem, st, rows), st.active[~np.isin(st.active, icol)])
     return out
 
 
@@ -418,12 +423,12 @@ def fold_binary(spec, k, y_idx, Phi_s, allowed, train, test, label=None):
     posterior mean and variance of the held-out latents (:func:`step_latent`) and the columns of
     its genes. ``label`` names the class in the progress records.
     """
-    Phi_tr, allowed_f, rows = fold_design(Phi_s, allowed, spec.icol, train, test)
+    Phi_tr, allowed_f, rows = fold_design(Phi_s, allowed, spec.nongene, train, test)
     t = np.where(y_idx[train] == k, 1.0, -1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the full fit reports its own warnings
         run = run_binary(spec, sign_in_place(Phi_tr, t), allowed_f, label)
-        return _held_out(run, spec.icol, spec.sizes, rows)
+        return _held_out(run, spec.nongene, spec.sizes, rows)
 
 
 def fold_joint(spec, y_idx, Phi_s, allowed, train, test):
@@ -432,11 +437,11 @@ def fold_joint(spec, y_idx, Phi_s, allowed, train, test):
     Returns one ``{size: (latent, genes)}`` per class, as :func:`fold_binary` does for one problem;
     every class holds the same genes at each size.
     """
-    Phi_tr, allowed_f, rows = fold_design(Phi_s, allowed, spec.icol, train, test)
+    Phi_tr, allowed_f, rows = fold_design(Phi_s, allowed, spec.nongene, train, test)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the full fit reports its own warnings
         runs = run_joint(spec, Phi_tr, y_idx[train], allowed_f)
-        return [_held_out(run, spec.icol, spec.sizes, rows) for run in runs]
+        return [_held_out(run, spec.nongene, spec.sizes, rows) for run in runs]
 
 
 @dataclass
@@ -500,7 +505,7 @@ def cross_validate(spec, runs, Phi_s, y_idx, problems, allowed, folds, run_tasks
     m = allowed.shape[0]
     tables = []
     for i, (k, run) in enumerate(zip(problems, runs, strict=True)):
-        full = size_steps(run.steps, spec.icol, spec.sizes)
+        full = size_steps(run.steps, spec.nongene, spec.sizes)
         sizes = [s for s in full if len(held[i].get(s, ())) == len(folds)]
         oof = {}
         for s in sizes:

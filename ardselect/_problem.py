@@ -151,8 +151,9 @@ class PathSpec:
     """Everything a run of the ARD path needs, beside the design: one per fit.
 
     ``icol`` is the intercept's column (-1 without one) and ``fixed`` the columns held at a fixed
-    precision in every model (``{icol: intercept_alpha}``, or None); ``penalty`` the prior log odds
-    against a gene (nats, the intercept free). ``sizes`` are the model sizes of the frontier (the
+    precision in every model (``{icol: intercept_alpha}`` and the covariates', or None);
+    ``covariates`` the columns of the known covariates (held in ``fixed``, never counted as genes);
+    ``penalty`` the prior log odds against a gene (nats, the intercept and covariates free). ``sizes`` are the model sizes of the frontier (the
     path is then continued by its pruning tail down to each of them, :meth:`SequentialPath.prune`),
     or None for the path alone.
     """
@@ -171,6 +172,19 @@ class PathSpec:
     ep_tol: float
     ep_max_iter: int
     sizes: tuple | None
+    covariates: tuple = ()
+
+    @property
+    def nongene(self):
+        """The columns not counted as genes, as :func:`size_steps` takes them.
+
+        The intercept's (an int, -1 without one) alone, or with covariates an array of the
+        intercept's and theirs.
+        """
+        if not self.covariates:
+            return self.icol
+        held = [self.icol] if self.icol >= 0 else []
+        return np.array([*held, *self.covariates], dtype=np.intp)
 
     def problem(self, design, allowed):
         return EPProbitProblem(design, allowed, loo_prob_scale=self.loo_prob_scale,
@@ -178,10 +192,11 @@ class PathSpec:
                                ep_max_iter=self.ep_max_iter)
 
     def penalties(self, n_columns):
-        """One penalty per design column, 0 for the intercept (the prior is on genes)."""
+        """One penalty per design column, 0 for the intercept and covariates (the prior is on genes)."""
         per = np.full(n_columns, float(self.penalty))
         if self.icol >= 0:
             per[self.icol] = 0.0
+        per[list(self.covariates)] = 0.0
         return per
 
     def n_init(self, n_samples):
@@ -242,12 +257,13 @@ def run_joint(spec, Phi, y_idx, allowed):
 def size_steps(steps, icol, sizes=SIZE_GRID):
     """``{size: step index}``: for each size of ``sizes`` on the path, its step of most evidence.
 
-    A size is the number of genes in the model (the intercept, column ``icol``, not counted).
-    Ties go to the earlier step.
+    A size is the number of genes in the model: the intercept, column ``icol`` (or the columns of
+    an array ``icol``: the intercept's and the covariates', :attr:`PathSpec.nongene`), not
+    counted. Ties go to the earlier step.
     """
     best, wanted = {}, set(sizes)
     for i, st in enumerate(steps):
-        k = int(np.sum(st.active != icol))
+        k = int(np.sum(~np.isin(st.active, icol)))
         if k in wanted and (k not in best or st.stats["log_evidence"]
                             > steps[best[k]].stats["log_evidence"]):
             best[k] = i

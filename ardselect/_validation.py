@@ -248,3 +248,42 @@ def require_y(estimator, y, error=LabelError) -> None:
     if y is None:
         msg = f"{type(estimator).__name__} requires y to be passed, but the target y is None."
         raise error(msg)
+
+
+def check_covariates(covariates, n_samples: int, *, expected: int | None = None):
+    """Known covariates as a dense float64 ``(n_samples, c)`` array, or None for none.
+
+    ``covariates`` is an (already encoded) numeric array-like with one row per sample; a 1-D
+    array is one covariate. ``expected`` is the number of columns a fitted model holds (at
+    prediction). Non-numeric, missing or infinite values raise :class:`DataError`.
+    """
+    if covariates is None:
+        if expected:
+            msg = (f"the model holds {expected} covariate column(s) in every model; give them "
+                   "with covariates= (the same columns, encoded as for the fit)")
+            raise DataError(msg)
+        return None
+    if hasattr(covariates, "toarray"):
+        covariates = covariates.toarray()
+    try:
+        C = np.asarray(covariates, dtype=np.float64)
+    except (TypeError, ValueError):
+        msg = ("covariates must be numbers (encode categorical covariates first, e.g. one-hot "
+               "with one level dropped; rank_genes and the command line do it from obs columns)")
+        raise DataError(msg) from None
+    if C.ndim == 1:
+        C = C[:, None]
+    if C.ndim != 2 or C.shape[0] != n_samples:
+        msg = f"covariates has shape {C.shape} for {n_samples} samples; give one row per sample"
+        raise DataError(msg)
+    if not np.isfinite(C).all():
+        col = int(np.flatnonzero(~np.isfinite(C).all(axis=0))[0])
+        msg = f"covariates column {col} holds missing or infinite values; give every sample one"
+        raise DataError(msg)
+    if expected is not None and C.shape[1] != expected:
+        msg = (f"covariates has {C.shape[1]} column(s), but the model was fitted with "
+               f"{expected}; give the same columns, encoded as for the fit")
+        raise DataError(msg)
+    if expected is None and C.shape[1] == 0:
+        return None
+    return C

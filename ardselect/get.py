@@ -24,7 +24,7 @@ import pandas as pd
 from .exceptions import ArdselectError
 from .model import PortableModel
 
-__all__ = ["chosen_steps", "credible_sets_df", "cv_groups_df", "frontier_df", "gene_sets", "model",
+__all__ = ["chosen_steps", "covariates_df", "credible_sets_df", "cv_groups_df", "frontier_df", "gene_sets", "model",
            "path_df", "ranked_genes_df", "ranked_list"]
 
 
@@ -167,6 +167,22 @@ def cv_groups_df(adata, key: str = "ardselect") -> pd.DataFrame:
     if "cv_groups" not in stored:
         return pd.DataFrame(columns=["group", "n_samples", "cv_error", "cv_log_loss"])
     return _uns_to_table(stored["cv_groups"])
+
+
+def covariates_df(adata, key: str = "ardselect") -> pd.DataFrame:
+    """The weights of the known covariates (:func:`ardselect.rank_genes` with ``covariates``).
+
+    One row per binary problem and encoded column: ``class``, ``covariate`` (the ``obs``
+    column), ``column`` (``name``, or ``name[level]`` for a level of a categorical one),
+    ``level``, ``reference`` (the level the intercept stands for), ``mean`` and ``sd`` (the
+    weight's posterior, in latent units per sd of a numeric covariate or for the level against
+    the reference). Empty when the fit held no covariates.
+    """
+    stored = _stored(adata, key)
+    if "covariates" not in stored:
+        return pd.DataFrame(columns=["class", "covariate", "column", "level", "reference",
+                                     "mean", "sd"])
+    return _uns_to_table(stored["covariates"])
 
 
 #: var columns that hold gene symbols (``description`` and friends hold free text, not symbols).

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from ._covariates import CovariateEncoder
 from ._lazy import is_dask
 from ._probit import probit_log_proba
 from ._validation import check_finite_named, check_unique_names
@@ -29,14 +30,18 @@ from .exceptions import DataError, FileFormatError, ModelError
 from .io import atomic_write, expression, require_file
 from .preprocessing import Preprocessor
 
-__all__ = ["MODEL_FORMAT", "MODEL_FORMAT_VERSION", "DataScaleWarning", "PortableModel", "Posterior",
-           "check_model_data", "load_model"]
+__all__ = ["MODEL_FORMAT", "MODEL_FORMAT_VERSION", "CovariateEncoder", "DataScaleWarning",
+           "PortableModel", "Posterior", "check_model_data", "load_model"]
 
 MODEL_FORMAT = "ardselect-model"
 #: Version 2 added each problem's ``variance_scale``. A reader of version 1 would ignore it and
 #: predict other probabilities, so the version moved; version-1 files read with scale 1.
 MODEL_FORMAT_VERSION = 3
-_READABLE_VERSIONS = (1, 2, 3)
+#: The version of a model that holds known covariates (``covariates``, and indices below -1 in
+#: its problems): a reader of version 3 could not predict with it. Models without covariates
+#: keep :data:`MODEL_FORMAT_VERSION`.
+COVARIATES_FORMAT_VERSION = 4
+_READABLE_VERSIONS = (1, 2, 3, 4)
 
 #: After the model's own preprocessing, the model's genes on new data should lie within a few
 #: training standard deviations of their training means. When the median over the genes of the
@@ -173,8 +178,11 @@ def _check_preprocessing(pre, n_features: int) -> None:
         _numbers(pre["mean"], "preprocessing.mean", n_features, "finite numbers (one per gene)")
 
 
-def _check_problem(k: int, prob, n_features: int, positive) -> None:
-    """Problem ``k``'s fields: an index into the genes, a mean and a covariance that match it."""
+def _check_problem(k: int, prob, n_features: int, positive, n_covariates: int = 0) -> None:
+    """Problem ``k``'s fields: an index into the genes, a mean and a covariance that match it.
+
+    Index ``-1`` is the intercept and ``-2 - j`` encoded covariate ``j``.
+    """
     field = f"problems[{k}]"
     if not isinstance(prob, Mapping):
         _refuse(field, "an object", prob)
@@ -184,7 +192,7 @@ def _check_problem(k: int, prob, n_features: int, positive) -> None:
         msg = (f"model problem {k} is malformed: {field}.index must be a list of integers, got "
                f"{_brief(index)}; {_CORRUPTED}")
         raise ModelError(msg)
-    if any(i < -1 or i >= n_features for i in index):
+    if any(i < -1 - n_covariates or i >= n_features for i in index):
         msg = (f"model problem {k} indexes genes outside its {n_features} features "
                f"({field}.index); {_CORRUPTED}")
         raise ModelError(msg)
@@ -252,8 +260,14 @@ def check_model_data(data: Mapping) -> None:
         msg = f"model field problems must be {what}, got {got}; {_CORRUPTED}"
         raise ModelError(msg)
     positives = [classes[1]] if len(classes) == 2 else classes
+    n_covariates = 0
+    if data.get("covariates") is not None:
+        if version < COVARIATES_FORMAT_VERSION:
+            _refuse("format_version", f"{COVARIATES_FORMAT_VERSION} for a model with covariates",
+                    version)
+        n_covariates = len(CovariateEncoder.from_dict(data["covariates"]).column_names_)
     for k, (prob, positive) in enumerate(zip(problems, positives, strict=True)):
-        _check_problem(k, prob, len(features), positive)
+        _check_problem(k, prob, len(features), positive, n_covariates)
     _check_preprocessing(data.get("preprocessing"), len(features))
     space = data.get("input")
     if space is not None:
@@ -275,7 +289,7 @@ class Posterior:
     """Gaussian posterior of the weights of one binary problem, in the units of the input features.
 
     ``index`` holds the basis columns in the model (input features for the default basis, training
-    points for a kernel basis); ``-1`` marks the intercept. ``P(positive | x) = Phi(h / sqrt(1 + v))``
+    points for a kernel basis); ``-1`` marks the intercept and ``-2 - j`` known covariate ``j``. ``P(positive | x) = Phi(h / sqrt(1 + v))``
     with ``h = sum_k mean_k x[index_k]`` (``x[-1] = 1``) and ``v = x_A^T cov x_A``.
     """
 
@@ -289,8 +303,9 @@ class Posterior:
 
         Parameters
         ----------
-        design : ndarray of shape (n_samples, n_basis + 1)
-            Basis values with a last column of ones (the intercept, ``index == -1``).
+        design : ndarray of shape (n_samples, n_basis + 1) or (n_samples, n_basis + c + 1)
+            Basis values with a last column of ones (the intercept, ``index == -1``); with ``c``
+            known covariates, their columns before it in reverse order (``index == -2 - j``).
 
         Returns
         -------
@@ -353,7 +368,9 @@ class PortableModel:
     ``variance_scale`` (``Phi(a + T h / sqrt(1 + s v))``; fitted by ``criterion="cv"``, else 0, 1
     and 1). Multi-class
     probabilities combine the one-vs-rest answers as ARDClassifier does, with its
-    ``combine_temperature``.
+    ``combine_temperature``. A model fitted with known covariates (:attr:`covariates`) records
+    their encoding and adds their weights to ``h`` and ``v``; it reads them from the new
+    samples by name.
     """
 
     def __init__(self, data: Mapping):
@@ -367,6 +384,8 @@ class PortableModel:
         self.problems = list(self.data["problems"])
         self.preprocessing = dict(self.data["preprocessing"])
         self._posteriors = [self._posterior(k, prob) for k, prob in enumerate(self.problems)]
+        record = self.data.get("covariates")
+        self._covariates = None if record is None else CovariateEncoder.from_dict(record)
         n = len(self.problems)
         temps = self._per_problem("temperature")
         temps.append(self.data.get("combine_temperature", 1.0))
@@ -439,7 +458,7 @@ class PortableModel:
             problems.append(
                 {
                     "positive": _jsonable(positive),
-                    "index": [position[int(i)] if i >= 0 else -1 for i in index],
+                    "index": [position[int(i)] if i >= 0 else int(i) for i in index],
                     "mean": np.asarray(post.mean, dtype=np.float64).tolist(),
                     "cov": np.asarray(post.cov, dtype=np.float64).tolist(),
                     "temperature": float(temp),
@@ -460,6 +479,8 @@ class PortableModel:
         }
         if extra:
             data.update(_jsonable(dict(extra)))
+        if data.get("covariates") is not None:
+            data["format_version"] = COVARIATES_FORMAT_VERSION
         return cls(data)
 
     def to_json(self) -> str:
@@ -528,16 +549,45 @@ class PortableModel:
         return np.asarray(X)[:, pos]
 
     @property
+    def covariates(self) -> list[str]:
+        """The names of the covariates the model holds (sample annotations), empty if none."""
+        return [] if self._covariates is None else list(self._covariates.names)
+
+    def _covariate_design(self, data, covariates, n: int) -> np.ndarray:
+        """The encoded covariates of the samples, reversed (``Posterior`` index ``-2 - j``).
+
+        Read from ``covariates`` (a DataFrame of the named columns, one row per sample), or from
+        ``data.obs`` for AnnData; ``(n, 0)`` for a model without covariates.
+        """
+        if self._covariates is None:
+            return np.zeros((n, 0))
+        frame = covariates
+        if frame is None and hasattr(data, "obs") and hasattr(data, "X"):
+            frame = data.obs
+        if frame is None:
+            msg = (f"the model holds the covariates {', '.join(self.covariates)}; give them "
+                   "with covariates= (a DataFrame with those columns, one row per sample) or "
+                   "as obs columns of an AnnData")
+            raise ModelError(msg)
+        frame = pd.DataFrame(frame)
+        if len(frame) != n:
+            msg = f"covariates hold {len(frame)} rows for {n} samples; give one per sample"
+            raise ModelError(msg)
+        return self._covariates.transform(frame, error=ModelError)[:, ::-1]
+
+    @property
     def posteriors(self) -> list[Posterior]:
         """One :class:`Posterior` per binary problem, indexed into the model's ``features``."""
         return list(self._posteriors)
 
-    def _log_proba_array(self, data, feature_names=None) -> np.ndarray:
+    def _log_proba_array(self, data, feature_names=None, covariates=None) -> np.ndarray:
         X = self._columns(data, feature_names)
         check_finite_named(X, _sample_names(data), self.features)
+        C = self._covariate_design(data, covariates, X.shape[0])
         Z = Preprocessor.apply_dict(self.preprocessing, X)
         _check_scale(Z, self.preprocessing)
-        design = np.hstack([Z, np.ones((Z.shape[0], 1))])  # column -1 is the intercept
+        # column -1 is the intercept, -2 - j the encoded covariate j
+        design = np.hstack([Z, C, np.ones((Z.shape[0], 1))])
         moments = [post.latent(design) for post in self.posteriors]
         mean = np.column_stack([m for m, _ in moments])  # (n, k)
         var = np.column_stack([v for _, v in moments])  # (n, k)
@@ -566,11 +616,11 @@ class PortableModel:
         columns = pd.Index([str(c) for c in self.classes], name="class")
         return pd.DataFrame(values, index=index, columns=columns)
 
-    def predict_log_proba(self, data, feature_names=None):
+    def predict_log_proba(self, data, feature_names=None, *, covariates=None):
         """Log class probabilities; labelled like :meth:`predict_proba`."""
-        return self._labelled(self._log_proba_array(data, feature_names), data)
+        return self._labelled(self._log_proba_array(data, feature_names, covariates), data)
 
-    def predict_proba(self, data, feature_names=None):
+    def predict_proba(self, data, feature_names=None, *, covariates=None):
         """Class probabilities, one column per class in ``classes`` order.
 
         Parameters
@@ -580,6 +630,11 @@ class PortableModel:
             name (an array needs ``feature_names``).
         feature_names : sequence of str, optional
             Gene names of the columns of an array.
+        covariates : pandas.DataFrame, optional
+            For a model fitted with known covariates (:attr:`covariates`): the named columns,
+            one row per sample, encoded as in the fit (recorded in the model). AnnData input
+            reads them from ``obs`` by default. A missing column or a level the fit did not see
+            is refused.
 
         Returns
         -------
@@ -588,11 +643,12 @@ class PortableModel:
             the DataFrame's index) with one column per class, named by the class; for an array, a
             bare array with columns in ``classes`` order, as scikit-learn estimators return.
         """
-        return self._labelled(np.exp(self._log_proba_array(data, feature_names)), data)
+        return self._labelled(np.exp(self._log_proba_array(data, feature_names, covariates)),
+                              data)
 
-    def predict(self, data, feature_names=None) -> np.ndarray:
+    def predict(self, data, feature_names=None, *, covariates=None) -> np.ndarray:
         """Most probable class per sample, as an array of class labels."""
-        proba = np.exp(self._log_proba_array(data, feature_names))
+        proba = np.exp(self._log_proba_array(data, feature_names, covariates))
         return np.asarray(self.classes, dtype=object)[np.argmax(proba, axis=1)]
 
 

@@ -322,17 +322,21 @@ def _input_columns(pre, n_in: int, n_out: int):
     return np.arange(n_in) if n_out == n_in else None
 
 
-def _takes_groups(est):
-    """Whether ``est.fit`` takes ``groups`` (its inner cross-validation can hold out groups)."""
+def _takes_groups(est, name="groups"):
+    """Whether ``est.fit`` takes ``groups`` (its inner cross-validation can hold out groups).
+
+    ``name="covariates"``: whether it holds known covariates.
+    """
     import inspect
 
     try:
-        return "groups" in inspect.signature(est.fit).parameters
+        return name in inspect.signature(est.fit).parameters
     except (TypeError, ValueError):
         return False
 
 
-def _one_split(split, X, y, ids, train, test, methods, criteria, preprocessor, groups=None):
+def _one_split(split, X, y, ids, train, test, methods, criteria, preprocessor, groups=None,
+               covariates=None):
     classes = np.unique(y[train])
     Xtr, Xte = X[train], X[test]
     columns = np.arange(X.shape[1])
@@ -343,8 +347,12 @@ def _one_split(split, X, y, ids, train, test, methods, criteria, preprocessor, g
     n_features = Xtr.shape[1]
     rows, preds, chosen = [], [], {}
 
-    def record(name, model, seconds):
-        proba = np.asarray(model.predict_proba(Xte), dtype=np.float64)
+    def record(name, model, seconds, *, held=False):
+        if held:
+            proba = model.predict_proba(Xte, covariates=covariates[test])
+        else:
+            proba = model.predict_proba(Xte)
+        proba = np.asarray(proba, dtype=np.float64)
         model_classes = np.asarray(model.classes_)
         if not np.array_equal(model_classes.astype(str), classes.astype(str)):
             msg = f"{name}: fitted classes {model_classes} differ from the training classes"
@@ -363,6 +371,8 @@ def _one_split(split, X, y, ids, train, test, methods, criteria, preprocessor, g
 
     for name, est in methods.items():
         model = clone(est)
+        held = covariates is not None and _takes_groups(model, "covariates")
+        extra = {"covariates": covariates[train]} if held else {}
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             # Per-split convergence notes of the baselines' inner searches are not actionable here.
@@ -370,9 +380,9 @@ def _one_split(split, X, y, ids, train, test, methods, criteria, preprocessor, g
             try:
                 if (groups is not None and _takes_groups(model)
                         and np.unique(groups[train]).size >= 2):
-                    model.fit(Xtr, y[train], groups=groups[train])
+                    model.fit(Xtr, y[train], groups=groups[train], **extra)
                 else:
-                    model.fit(Xtr, y[train])
+                    model.fit(Xtr, y[train], **extra)
             except ValueError as exc:  # a competitor's own check, e.g. its inner CV on too few
                 if isinstance(exc, ArdselectError) or type(est).__module__.startswith("ardselect"):
                     raise
@@ -381,16 +391,17 @@ def _one_split(split, X, y, ids, train, test, methods, criteria, preprocessor, g
                        f"samples, the smallest class {int(counts.min())}): {exc}")
                 raise DataError(msg) from exc
         seconds = time.perf_counter() - t0
-        record(name, model, seconds)
+        record(name, model, seconds, held=held)
         for crit in criteria.get(name, ()):
-            record(f"{name} ({crit})", model.at_step(model.choose_step(crit)), seconds)
+            record(f"{name} ({crit})", model.at_step(model.choose_step(crit)), seconds, held=held)
     return rows, preds, chosen
 
 
 def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preprocessor=None,
              n_splits: int = 20, train_size=2 / 3, groups=None, inner_groups: bool = True,
              sample_ids=None, feature_names=None, return_selection: bool = False,
-             random_state: int = 0, n_jobs: int | None = None, progress=None):
+             random_state: int = 0, n_jobs: int | None = None, progress=None,
+             covariates=None):
     """Score several classifiers on the same seeded train/test partitions.
 
     Parameters
@@ -427,6 +438,10 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
         partitions run as tasks on that Client (ardselect never creates one).
     progress : callable, optional
         Called with the number of partitions done after each one.
+    covariates : array-like of shape (n_samples, n_covariates), optional
+        Known covariates, numeric and encoded (:meth:`ardselect.ARDClassifier.fit`): a method
+        whose ``fit`` takes ``covariates`` holds the training part's in every model and predicts
+        with the test part's. Other methods are fitted on the genes alone.
 
     Returns
     -------
@@ -479,8 +494,10 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
     parts = partitions(y, n_splits=n_splits, train_size=train_size, groups=groups,
                        random_state=random_state)
     fit_groups = np.asarray(groups) if (groups is not None and inner_groups) else None
+    if covariates is not None:
+        covariates = np.asarray(covariates, dtype=np.float64).reshape(y.shape[0], -1)
     jobs = (delayed(_one_split)(i + 1, X, y, ids, tr, te, dict(methods), criteria, preprocessor,
-                                fit_groups)
+                                fit_groups, covariates)
             for i, (tr, te) in enumerate(parts))
     rows, preds, chosen = [], [], {}
     for done, (r, p, c) in enumerate(Parallel(n_jobs=n_jobs, return_as="generator_unordered")(jobs),
@@ -512,7 +529,7 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
 
 
 def ep_leave_group_out(estimator, X, y, groups, *, criteria=(), preprocessor=None,
-                       sample_ids=None):
+                       sample_ids=None, covariates=None):
     """EP's leave-one-group-out estimate from one fit: every group's sites removed together.
 
     The preprocessor and ``estimator`` (an :class:`ardselect.ARDClassifier`) are fitted once on all
@@ -533,6 +550,8 @@ def ep_leave_group_out(estimator, X, y, groups, *, criteria=(), preprocessor=Non
         Further criteria whose models on the same path are also scored, as ``"(criterion)"``.
     preprocessor : transformer, optional
     sample_ids : array-like, optional
+    covariates : array-like of shape (n_samples, n_covariates), optional
+        Known covariates held in every model (:meth:`ardselect.ARDClassifier.fit`).
 
     Returns
     -------
@@ -549,7 +568,8 @@ def ep_leave_group_out(estimator, X, y, groups, *, criteria=(), preprocessor=Non
         raise DataError(msg)
     ids = np.arange(y.size) if sample_ids is None else np.asarray(sample_ids).astype(str)
     Z = X if preprocessor is None else clone(preprocessor).fit(X).transform(X)
-    model = clone(estimator).fit(Z, y)
+    model = (clone(estimator).fit(Z, y) if covariates is None
+             else clone(estimator).fit(Z, y, covariates=covariates))
     classes = np.asarray(model.classes_).astype(str)
     rows, preds = [], []
     for crit in (None, *criteria):

@@ -146,6 +146,27 @@ DropOpt = Annotated[
         show_default=False,
     ),
 ]
+CovariatesOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--covariates",
+        help="Known covariates held in every model (obs or table columns; comma-separated, "
+        "repeatable), e.g. batch,sex,pct_mito: numeric ones standardised, categorical ones "
+        "one-hot with one level dropped. Never pruned, never counted or listed as genes; their "
+        "weights go to covariates.tsv, and predict needs the same columns by name.",
+        show_default=False,
+    ),
+]
+PseudobulkOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--pseudobulk",
+        help="obs column of donors: sum the counts of each donor and label (from raw, --layer or "
+        "X, whichever holds counts), normalise them (log1p of counts per million) and fit "
+        "one sample per donor and label, donors held out whole by the cross-validation.",
+        show_default=False,
+    ),
+]
 LabelsOpt = Annotated[
     Path | None,
     typer.Option(
@@ -335,6 +356,51 @@ def fitted_on_raw(adata, key: str = "ardselect") -> bool:
     """Whether the ranking stored under ``key`` was fitted on ``raw`` (``use_raw``)."""
     params = adata.uns[key].get("params", {})
     return bool(params.get("use_raw", False)) and adata.raw is not None
+
+
+def covariate_names(values, label_key: str) -> list[str] | None:
+    """``--covariates a,b --covariates c`` -> ``["a", "b", "c"]``; None when not given."""
+    names = _column_list(values)
+    if not names:
+        return None
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        msg = f"--covariates names {dup!r} twice"
+        raise UsageError(msg)
+    if label_key in names:
+        msg = f"--covariates: the label key {label_key!r} cannot also be a covariate"
+        raise UsageError(msg)
+    return names
+
+
+def covariates_to_obs(adata, names, data: Path, *, missing_ok: bool = False):
+    """The AnnData with every covariate in ``obs``: a numeric table column read as a gene moves.
+
+    A name that is neither an obs column nor a column of the table is a usage error listing them
+    (left to the caller with ``missing_ok``).
+    """
+    import numpy as np
+    import scipy.sparse as sp
+
+    if not names:
+        return adata
+    var = [n for n in names if n not in adata.obs.columns and n in adata.var_names]
+    missing = [n for n in names if n not in adata.obs.columns and n not in adata.var_names]
+    if missing and not missing_ok:
+        avail = ", ".join(map(str, adata.obs.columns)) or "none"
+        msg = f"--covariates: {missing[0]!r} is not a column of {data.name}; obs columns: {avail}"
+        raise UsageError(msg)
+    if not var:
+        return adata
+    cols = adata.var_names.get_indexer(var)
+    X = adata.X
+    values = X[:, cols].toarray() if sp.issparse(X) else np.asarray(X)[:, cols]
+    keep = np.ones(adata.n_vars, dtype=bool)
+    keep[cols] = False
+    out = adata[:, keep].copy()
+    for k, name in enumerate(var):
+        out.obs[name] = values[:, k]
+    return out
 
 
 def class_counts(labels) -> str:

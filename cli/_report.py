@@ -328,6 +328,17 @@ def write_fit_report(folder: Path, adata, *, data: Path, label_key: str, command
         ("Fitted on", _esc(fitted)),
         ("Settings", _esc(", ".join(settings))),
     ]
+    held = [str(c) for c in np.atleast_1d(params.get("covariates", []))]
+    if held:
+        items.append(("Covariates held", _esc(
+            f"{', '.join(held)}: in every model at a fixed weak prior, never pruned, counted or "
+            "listed as genes (their weights: covariates.tsv)")))
+    pseudo = adata.uns.get("pseudobulk")
+    if pseudo is not None:
+        items.append(("Pseudobulk", _esc(
+            f"one sample per {pseudo['donor']} and label: {int(pseudo['n_samples'])} samples "
+            f"from {int(pseudo['n_cells'])} cells, counts summed from {pseudo['source']}, then "
+            f"{pseudo['normalisation']}")))
     for cls in problems:
         block = ranked[ranked["class"] == cls]
         label = f"Model ({cls} vs rest)" if multi else "Model"

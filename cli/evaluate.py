@@ -10,6 +10,7 @@ import typer
 
 from ._options import (
     CapOpt,
+    CovariatesOpt,
     CvRule,
     CvRuleOpt,
     DataArg,
@@ -28,6 +29,7 @@ from ._options import (
     MulticlassOpt,
     OverwriteOpt,
     PositiveOpt,
+    PseudobulkOpt,
     PseudocountOpt,
     QuietOpt,
     SeedOpt,
@@ -37,6 +39,8 @@ from ._options import (
     check_layer,
     check_positive,
     check_source_options,
+    covariate_names,
+    covariates_to_obs,
     read_input,
     seed_value,
 )
@@ -113,6 +117,8 @@ def evaluate(
             show_default=False,
         ),
     ] = None,
+    covariates: CovariatesOpt = None,
+    pseudobulk: PseudobulkOpt = None,
     multiclass: MulticlassOpt = Multiclass.ovr,
     max_genes: MaxGenesOpt = None,
     cv_rule: CvRuleOpt = CvRule.min,
@@ -174,6 +180,17 @@ def evaluate(
                            layer=layer, gene_columns=gene_columns, drop=drop)
         check_label_key(adata, label_key, data)
         check_positive(adata.obs[label_key], positive)
+        held = covariate_names(covariates, label_key)
+        adata = covariates_to_obs(adata, held, data)
+        if pseudobulk is not None:
+            if groups is not None:
+                msg = ("--pseudobulk holds out whole donors already; leave --groups out (the "
+                       "donor-level samples are grouped by the --pseudobulk column)")
+                raise UsageError(msg)
+            check_label_key(adata, pseudobulk, data)
+            # (a --layer was read as X: the counts are found wherever they are)
+            adata = ardselect.pseudobulk(adata, label_key, pseudobulk, use_raw=use_raw or None)
+            use_raw, groups = False, pseudobulk
         group_values = None
         if groups is not None:
             check_label_key(adata, groups, data)
@@ -208,6 +225,11 @@ def evaluate(
         if max_steps is not None:
             params["max_steps"] = int(max_steps)
         methods = {"ARD-EP": ardselect.ARDClassifier(random_state=seed, **params)}
+        covariate_values = None
+        if held:
+            # Encoded once on every sample (no label is read): levels and scales are those of
+            # the whole data set.
+            covariate_values = ardselect.model.CovariateEncoder(held).fit_transform(adata.obs)
         peers = ardselect.model_selection.baselines(random_state=seed)
         if baselines:
             methods.update(peers)
@@ -227,6 +249,7 @@ def evaluate(
             "return_selection": True,
             "random_state": seed,
             "n_jobs": n_jobs,
+            "covariates": covariate_values,
         }
         if progress is None:
             results, predictions, selection = run_evaluation(X, y, methods, **kwargs)
@@ -241,7 +264,8 @@ def evaluate(
         if group_values is not None:
             logo, logo_pred = ardselect.model_selection.ep_leave_group_out(
                 methods["ARD-EP"], X, y, group_values, criteria=("loo", "evidence"),
-                preprocessor=pre, sample_ids=adata.obs_names.to_numpy())
+                preprocessor=pre, sample_ids=adata.obs_names.to_numpy(),
+                covariates=covariate_values)
         frequency = ardselect.model_selection.selection_frequency(selection)
         stability = ardselect.model_selection.selection_stability(selection)
         if out is not None:
@@ -272,7 +296,8 @@ def evaluate(
                                       groups=groups, logo=logo)
                 tx.commit()
         if not quiet:
-            _evaluate_summary(summary, results, data, label_key, out, groups)
+            _evaluate_summary(summary, results, data, label_key, out, groups, held,
+                              pseudobulk=pseudobulk is not None)
             if logo is not None:
                 _logo_summary(logo, groups)
             _stability_summary(stability, frequency)
@@ -314,7 +339,8 @@ def _stability_summary(stability, frequency, top=8):
         console.print(f"most often selected by {method}: {shown or 'none'}")
 
 
-def _evaluate_summary(summary, results, data, label_key, out, groups=None):
+def _evaluate_summary(summary, results, data, label_key, out, groups=None, covariates=None,
+                      *, pseudobulk=False):
     console = stdout_console()
     def sizes(col):  # one size, or the range when whole groups make them differ
         lo, hi = int(results[col].min()), int(results[col].max())
@@ -324,7 +350,11 @@ def _evaluate_summary(summary, results, data, label_key, out, groups=None):
     console.print(
         f"{data.name} ({label_key}): {int(summary['n_splits'].iloc[0])} random "
         f"{sizes('n_train')}/{sizes('n_test')} train/test partitions ({how})"
+        + (f" of the pseudobulk samples (one per {groups} and label)" if pseudobulk else "")
     )
+    if covariates:
+        console.print(f"covariates held in every ARD-EP model: {', '.join(covariates)} (the "
+                      "other methods are fitted on the genes alone)")
     table = summary_table(console)
     for col in ("method", "error rate %", "genes", "log-loss", "ECE", "if calibrated",
                 "confidence - accuracy"):

@@ -9,6 +9,7 @@ import typer
 
 from ._options import (
     CapOpt,
+    CovariatesOpt,
     Criterion,
     CriterionOpt,
     CvRule,
@@ -30,6 +31,7 @@ from ._options import (
     MulticlassOpt,
     OverwriteOpt,
     PositiveOpt,
+    PseudobulkOpt,
     PseudocountOpt,
     QuietOpt,
     StandardizeOpt,
@@ -39,6 +41,8 @@ from ._options import (
     check_positive,
     check_source_options,
     class_counts,
+    covariate_names,
+    covariates_to_obs,
     data_shape,
     fitted_on_raw,
     read_input,
@@ -69,10 +73,12 @@ SPIKESLAB_OUTPUTS = ("genes.tsv", "credible_sets.tsv", "genes.gmt")
 #: and how to fit a sketch (:data:`SKETCH_HINT` samples) instead.
 LARGE_FIT = 20_000
 SKETCH_HINT = 5_000
-#: Written with ``--groups`` only.
+#: Written with ``--groups`` (or ``--pseudobulk``) only.
 GROUP_OUTPUTS = ("groups.tsv",)
-FIT_FOLDER = (*FIT_OUTPUTS, *FRONTIER_OUTPUTS, *GROUP_OUTPUTS, "credible_sets.tsv", "genes.rnk",
-              "rnk", "rnk/*.rnk")
+#: Written with ``--covariates`` only.
+COVARIATE_OUTPUTS = ("covariates.tsv",)
+FIT_FOLDER = (*FIT_OUTPUTS, *FRONTIER_OUTPUTS, *GROUP_OUTPUTS, *COVARIATE_OUTPUTS,
+              "credible_sets.tsv", "genes.rnk", "rnk", "rnk/*.rnk")
 #: Options of the ARD model that ``--model spike-slab`` refuses when given, and why.
 ARD_ONLY = {
     "criterion": ("--criterion", "it averages over gene sets instead of choosing one"),
@@ -86,6 +92,8 @@ ARD_ONLY = {
     "max_samples": ("--max-samples", "it fits every sample"),
     "groups": ("--groups", "it runs no cross-validation"),
     "n_jobs": ("--n-jobs", "it runs in one process"),
+    "covariates": ("--covariates", "it holds no covariates"),
+    "pseudobulk": ("--pseudobulk", "it runs no cross-validation over donors"),
 }
 
 def fit(
@@ -157,6 +165,8 @@ def fit(
             show_default=False,
         ),
     ] = None,
+    covariates: CovariatesOpt = None,
+    pseudobulk: PseudobulkOpt = None,
     n_jobs: Annotated[
         int,
         typer.Option("--n-jobs", "-j", help="Parallel workers for the classes and the "
@@ -222,6 +232,15 @@ def fit(
             msg = (f"--groups is used by the inner cross-validation of --criterion cv only, not "
                    f"with --criterion {criterion.value}")
             raise UsageError(msg)
+        held = covariate_names(covariates, label_key)
+        if pseudobulk is not None:
+            if groups is not None:
+                msg = ("--pseudobulk holds out whole donors already; leave --groups out (the "
+                       "donor-level samples are grouped by the --pseudobulk column)")
+                raise UsageError(msg)
+            if lazy or max_samples is not None:
+                msg = "--pseudobulk fits the donor-level samples; leave --lazy and --max-samples out"
+                raise UsageError(msg)
         if max_samples is not None and max_samples < 2:
             msg = f"--max-samples must be 2 or more, got {max_samples}"
             raise UsageError(msg)
@@ -247,7 +266,16 @@ def fit(
         check_label_key(adata, label_key, data)
         if groups is not None:
             check_label_key(adata, groups, data)
+        adata = covariates_to_obs(adata, held, data)
         check_positive(adata.obs[label_key], positive)
+        if pseudobulk is not None:
+            check_label_key(adata, pseudobulk, data)
+            adata = ardselect.pseudobulk(adata, label_key, pseudobulk, layer=layer,
+                                         use_raw=use_raw or None)
+            layer, use_raw, groups = None, False, pseudobulk
+            if criterion.value == "cv" and adata.obs[pseudobulk].nunique() < 2:
+                msg = f"--pseudobulk {pseudobulk}: a single donor; at least 2 are needed"
+                raise ardselect.DataError(msg)
         if spikeslab:
             _fit_spikeslab(adata, data, label_key, positive=positive, layer=layer,
                            use_raw=use_raw, log=log.value, pseudocount=pseudocount, floor=floor,
@@ -285,7 +313,8 @@ def fit(
                 standardize=standardize,
                 symbol_key=symbol_key,
                 max_steps=max_steps,
-                groups=groups,
+                groups=groups if criterion.value == "cv" else None,
+                covariates=held,
                 estimator_params={"random_state": seed_value(seed), "n_jobs": n_jobs,
                                   "inclusion_penalty": penalty,
                                   "max_samples": max_samples, "max_genes": max_genes,
@@ -314,9 +343,13 @@ def fit(
                                        tmp / "frontier.tsv")
                 ardselect.pl.save_png(ardselect.pl.frontier(frontier, title=title),
                                       tmp / "frontier.png")
-            if groups is not None:
+            if groups is not None and criterion.value == "cv":
                 ardselect.io.write_tsv(ardselect.get.cv_groups_df(adata).rename(
                     columns={"group": groups}), tmp / "groups.tsv")
+            if held:
+                weights = ardselect.get.covariates_df(adata)
+                ardselect.io.write_tsv(weights if multi else weights.drop(columns="class"),
+                                       tmp / "covariates.tsv")
             ardselect.io.write_tsv(path_table, tmp / "path.tsv")
             ardselect.pl.save_png(ardselect.pl.path(path_table, title=title), tmp / "path.png")
             ardselect.pl.save_png(ardselect.pl.weights(ranked, title=title), tmp / "weights.png")
@@ -329,7 +362,8 @@ def fit(
                 adata.write_h5ad(tx.file(write_h5ad))
             tx.commit()
         if not quiet:
-            _fit_summary(adata, data, label_key, criterion.value, out, write_h5ad, show, groups)
+            _fit_summary(adata, data, label_key, criterion.value, out, write_h5ad, show,
+                         groups if criterion.value == "cv" else None, held)
 
 
 def _refuse_ard_options(ctx):
@@ -482,7 +516,8 @@ def _rnk_files(adata):
     return out
 
 
-def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show, groups=None):
+def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show, groups=None,
+                 covariates=None):
     import pandas as pd
 
     import ardselect
@@ -497,6 +532,14 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show, group
         f"{label_key}: {class_counts(adata.obs[label_key])}"
     )
     console.print(f"preprocessing: {pre['description']}")
+    pseudo = adata.uns.get("pseudobulk")
+    if pseudo is not None:
+        console.print(f"pseudobulk: {int(pseudo['n_samples'])} {pseudo['donor']}-and-label "
+                      f"samples from {int(pseudo['n_cells'])} cells (counts from "
+                      f"{pseudo['source']}, then {pseudo['normalisation']})")
+    if covariates:
+        console.print(f"covariates held in every model: {', '.join(covariates)} (weights: "
+                      "covariates.tsv)")
     n_fit = int(stored.get("n_fit_samples", adata.n_obs))
     if n_fit < adata.n_obs:
         console.print(f"fitted on a stratified sketch of {n_fit} of {adata.n_obs} samples "
@@ -559,6 +602,8 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show, group
             f"groups), held-out error {100 * error:.1f}%, log-loss {loss:.3f}; worst "
             f"{worst['group']}: {100 * worst['cv_error']:.1f}% (groups.tsv)")
         front = (*front, *GROUP_OUTPUTS)
+    if covariates:
+        front = (*front, *COVARIATE_OUTPUTS)
     written = ", ".join(f"{out}/{name}" for name in (*FIT_OUTPUTS[:2], *rnk, *front,
                                                      *FIT_OUTPUTS[2:]))
     console.print(f"wrote {written}" + (f", {write_h5ad}" if write_h5ad else ""))

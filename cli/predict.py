@@ -17,6 +17,7 @@ from ._options import (
     QuietOpt,
     check_label_key,
     check_layer,
+    covariates_to_obs,
     read_input,
 )
 from ._util import (
@@ -103,6 +104,19 @@ def predict(
         else:
             stored_key = portable.data.get("label_key")
             label_key = stored_key if stored_key in adata.obs.columns else None
+        adata = covariates_to_obs(adata, portable.covariates, data, missing_ok=True)
+        pseudo = portable.data.get("pseudobulk")
+        if isinstance(pseudo, dict) and pseudo.get("donor"):
+            # A donor-level model scores donor-level samples: the cells are summed the same way
+            # (per donor, and per label when the data have them).
+            donor = str(pseudo["donor"])
+            if donor not in adata.obs.columns:
+                msg = (f"the model was fitted on pseudobulk samples of {donor!r}, which is not a "
+                       f"column of {data.name}; give the cells' {donor} as an obs column")
+                raise UsageError(msg)
+            adata = ardselect.pseudobulk(adata, label_key, donor)
+            info_line(f"pseudobulk: {adata.n_obs} samples from the cells of each {donor}"
+                      + (f" and {label_key}" if label_key else ""), quiet=quiet)
         proba = portable.predict_proba(adata).to_numpy()  # labelled columns, in classes order
         classes = [str(c) for c in portable.classes]
         pred = np.asarray(classes, dtype=object)[np.argmax(proba, axis=1)]
