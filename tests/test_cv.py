@@ -261,7 +261,8 @@ def test_a_holdout_is_the_first_fold_and_its_frontier_is_refitted_by_hand():
     tr, te, off = folds[0]
     np.testing.assert_array_equal(te, first[1])
     np.testing.assert_array_equal(tr, first[0])
-    assert off == 0 and abs(te.size - 10) <= 1
+    assert off == 0
+    assert abs(te.size - 10) <= 1
     assert np.bincount(y[te]).min() >= 4  # stratified: both classes held out
     t = np.where(y[te] == 1, 1.0, -1.0)
     fold = ARDClassifier(cv=3, random_state=2).fit(X[tr], y[tr])
