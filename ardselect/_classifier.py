@@ -99,10 +99,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         Prior log odds against a gene, in nats per gene in the model: 0 is the paper's type-II
         maximum likelihood, ``"bic"`` is ``log(n_samples) / 2``.
     cv : int >= 2 or "holdout", default=5
-        Folds of the inner cross-validation (at most the size of the smallest class).
-        ``"holdout"``: one validation split holding out a fifth of the samples (stratified, or
-        by group with ``groups``): one fold path per class instead of five, a noisier choice
-        and calibration.
+        Folds of the inner cross-validation (at most the size of the smallest class), or
+        ``"holdout"``: one validation split holding out a fifth of the samples.
     cv_repeats : int >= 1, default=1
         Repeats of the inner cross-validation with new folds, pooled.
     cv_rule : {"min", "1se"}, default="min"
@@ -123,9 +121,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     damping : float in (0, 1], default=1.0
         Largest fraction of the full EP step per parallel sweep (it halves on oscillation).
     ep_tol : float > 0 or "auto", default="auto"
-        EP convergence tolerance along the path (the chosen model is refined to 1e-9).
-        ``"auto"``: 1e-5 below 500 training samples, 1e-3 from 500 on, where the sites move
-        little at each step of the path.
+        EP convergence tolerance along the path (the chosen model is refined to 1e-9);
+        ``"auto"``: 1e-5 below 500 training samples, 1e-3 from 500 on.
     ep_max_iter : int >= 1, default=200
         Largest number of EP sweeps per path step.
     constant_features : {"warn", "ignore", "raise"}, default="warn"
@@ -162,10 +159,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     temperature_, variance_scale_, calibration_offset_ : ndarray of shape (n_problems,)
         The calibration ``P = Phi(a + T m / sqrt(1 + s v))`` of each problem (1, 1, 0 if none).
     combine_temperature_ : float (the temperature of the multi-class combination)
-    chosen_step_ : ndarray of int of shape (n_problems,)
-        Path step chosen for each binary problem.
-    support_ : ndarray of bool of shape (n_features_in_,)
-        Features in the chosen model of any class.
+    chosen_step_ : ndarray of int of shape (n_problems,) (the step chosen for each problem)
+    support_ : ndarray of bool of shape (n_features_in_,) (in the chosen model of any class)
     posteriors_ : list of Posterior
         Posterior of each problem's selected weights (:class:`ardselect.model.Posterior`).
     relevance_vectors_ : ndarray of int
