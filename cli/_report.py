@@ -175,7 +175,9 @@ def command_line(ctx) -> str:
             continue
         if value is None:
             continue
-        words += [names[0], str(value)]
+        # A repeatable option (--drop a --drop b) is given once per value, as typed.
+        for item in value if isinstance(value, list | tuple) else [value]:
+            words += [names[0], str(getattr(item, "value", item))]
     return " ".join(shlex.quote(w) for w in words)
 
 

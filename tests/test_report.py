@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 from ardselect_cli import main as cli
@@ -167,3 +168,87 @@ def test_fit_report_renders_in_a_headless_browser(tables, tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert shot.stat().st_size > 50_000  # a blank page is a few kB
+
+
+def _reproduce(tmp_path, make_inputs, args):
+    """Run ``ardselect ARGS`` in one folder, then the report's command in a fresh copy of it.
+
+    Returns the two output folders' files as ``{name: bytes}``.
+    """
+    import html
+    import os
+    import re
+    import sys
+
+    exe = Path(sys.executable).parent / "ardselect"
+    env = {**os.environ, "PATH": f"{exe.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    first, second = tmp_path / "first", tmp_path / "second"
+    for where in (first, second):
+        where.mkdir()
+        make_inputs(where)
+    done = subprocess.run([str(exe), *args], cwd=first, env=env, capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    out = args[args.index("--out" if "--out" in args else "-o") + 1]
+    text = (first / out / "report.html").read_text(encoding="utf-8")
+    command = html.unescape(re.search(r"<pre>(.*?)</pre>", text, re.S).group(1))
+    again = subprocess.run(["bash", "-c", command], cwd=second, env=env, capture_output=True,
+                           text=True, check=False)
+    assert again.returncode == 0, (command, again.stderr)
+
+    def files(folder):
+        return {p.relative_to(folder).as_posix(): p.read_bytes()
+                for p in sorted(folder.rglob("*")) if p.is_file()}
+
+    return command, files(first / out), files(second / out)
+
+
+def _annotated_inputs(expression):
+    def make(where):
+        df = expression(n_samples=30, n_genes=12, seed=5)
+        df.insert(2, "batch code", [i % 3 for i in range(len(df))])  # not a gene: dropped
+        df.insert(3, "age", [40 + i for i in range(len(df))])
+        df.drop(columns="label").to_csv(where / "my data.csv", index=False)
+        df[["sample", "label"]].to_csv(where / "labels.csv", index=False)
+
+    return make
+
+
+def test_the_fit_reports_command_reproduces_the_run_byte_for_byte(tmp_path, expression):
+    # Every kind of option: a path argument with a space, a path option, repeated list options
+    # (one with a space in a name), choices, a negated flag, numbers, a string, and -o FOLDER.
+    args = ["fit", "my data.csv", "--labels", "labels.csv", "--positive", "case",
+            "--drop", "batch code", "--drop", "age", "--gene-columns", "G0:G11",
+            "--log", "log2", "--floor", "1.5", "--pseudocount", "0.5", "--no-standardize",
+            "--criterion", "evidence", "--max-steps", "40", "--seed", "7", "--show", "0",
+            "--inclusion-penalty", "bic", "--out", "fit out", "-q"]
+    command, first, second = _reproduce(tmp_path, _annotated_inputs(expression), args)
+    assert "--drop 'batch code' --drop age" in command
+    assert set(first) >= {"genes.tsv", "model.json", "report.html", "path.png"}
+    assert first.keys() == second.keys()
+    for name in first:
+        assert first[name] == second[name], name
+
+
+def test_the_evaluate_reports_command_reproduces_the_run_byte_for_byte(tmp_path, expression):
+    args = ["evaluate", "my data.csv", "--labels", "labels.csv", "--drop", "batch code,age",
+            "--log", "log2", "--cap", "5000", "--splits", "2", "--seed", "4", "-j", "1",
+            "--max-steps", "30", "-o", "ev", "-q"]
+    command, first, second = _reproduce(tmp_path, _annotated_inputs(expression), args)
+    assert "--drop 'batch code,age'" in command
+    assert "summary.tsv" in first
+    assert first.keys() == second.keys()
+    for name in first:
+        # Byte for byte, but for the wall-clock fit times (fit_seconds*), the one thing a run
+        # cannot repeat.
+        assert _without_times(first[name]) == _without_times(second[name]), name
+
+
+def _without_times(content: bytes) -> bytes:
+    lines = content.split(b"\n")
+    header = lines[0].split(b"\t")
+    timed = [i for i, col in enumerate(header) if col.startswith(b"fit_seconds")]
+    if not timed:
+        return content
+    return b"\n".join(b"\t".join(c for i, c in enumerate(line.split(b"\t")) if i not in timed)
+                      for line in lines)
