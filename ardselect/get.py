@@ -77,11 +77,11 @@ def ranked_genes_df(
         model's separation of the class from the rest; ranks the selected genes),
         ``std_weight`` (the weight times the gene's sd), ``relevance`` (the prior variance the
         evidence would give the gene beside the model's other genes, 0 outside the model),
-        ``mean`` and ``sd`` (posterior of the weight of the
-        standardised gene), ``alpha`` (the precision the model uses, ``inf`` outside it),
+        ``weight`` and ``weight_sd`` (posterior mean and sd of the weight of the standardised
+        gene in the model; 0 outside it), ``alpha`` (the precision the model uses, ``inf`` outside it),
         ``entered_step`` (first path step with the gene in the model, ``<NA>`` if never),
         ``log_bf`` and ``p_sign`` (log Bayes factor of the gene in against out, the other genes
-        as chosen; probability that the weight has the sign of ``mean``), ``z`` (signed z of the
+        as chosen; probability that the weight has the sign of ``weight``), ``z`` (signed z of the
         weight), ``log_bf_marginal`` (the gene alone against the intercept alone),
         ``cv_frequency`` (share of the inner cross-validation's fold models of the chosen size
         that hold the gene), ``t_stat`` (Welch's t of the gene in the class against the rest),
@@ -90,7 +90,9 @@ def ranked_genes_df(
         ``note`` (for a selected gene whose weight has the other sign than ``direction``); see
         :meth:`ardselect.ARDClassifier.ranked_features`. Rows by class, then rank.
     """
-    df = _uns_to_table(_stored(adata, key)["ranked"])
+    from ._anndata import GENE_TABLE_RENAMES
+
+    df = _uns_to_table(_stored(adata, key)["ranked"]).rename(columns=GENE_TABLE_RENAMES)
     if group is not None:
         groups = list(dict.fromkeys(df["class"]))
         if str(group) not in groups:

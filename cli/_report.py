@@ -31,17 +31,20 @@ FIT_COLUMNS = {
     "relevance": "The prior variance the evidence gives the gene beside the model's other genes "
                  "(1/alpha on the unit-RMS scale, without the precision floor): how strongly the "
                  "data ask for this gene; 0 when the evidence would leave the gene out.",
-    "mean": "The weight: posterior mean of the gene's weight in the probit model, per standard "
-            "deviation of the gene (after preprocessing). Positive: the gene pushes towards the "
-            "class. A weight is conditional on the other genes: correlated genes share signal.",
-    "sd": "Posterior standard deviation of the weight. |mean| / sd is the z column.",
+    "weight": "Posterior mean of the gene's weight in the probit model, per standard deviation "
+              "of the gene (after preprocessing); 0 outside the model. Positive: the gene pushes "
+              "towards the class. A weight is conditional on the other genes: correlated genes "
+              "share signal. Not the gene's mean expression.",
+    "weight_sd": "Posterior standard deviation of the weight. weight / weight_sd is the z "
+                 "column.",
     "alpha": "The prior precision the model gives the weight (inf outside the model).",
     "entered_step": "The first step of the path with the gene in the model.",
     "log_bf": "Log Bayes factor of the model with the gene against the model without it, the "
               "other genes as chosen. Above 0: the model needs the gene beside the others; "
               "below 0: evidence against it. A gene whose signal another selected gene already "
               "carries gets a value near 0, however relevant on its own.",
-    "p_sign": "Probability that the weight has the sign shown in mean.",
+    "p_sign": "Probability that the weight has the sign of the weight column (outside the "
+              "model: of z, the sign it would take).",
     "z": "Posterior mean / sd of the weight: a signed 'how many sds from zero'.",
     "log_bf_marginal": "Log Bayes factor of the gene alone (beside the intercept) against the "
                        "intercept alone: how much the gene predicts on its own, whatever else "
@@ -374,8 +377,9 @@ EVALUATE_COLUMNS = {
     "error rate %": "Held-out error rate, mean &#177; standard error over the partitions.",
     "genes": "Genes the fitted model uses, mean &#177; standard error.",
     "log-loss": "Held-out log-loss (lower is better), mean &#177; standard error.",
-    "ECE": "Expected calibration error of all held-out predictions pooled (10 bins of "
-           "confidence).",
+    "ECE": "Expected calibration error of all held-out predictions pooled over the partitions "
+           "(10 equal-width bins of confidence on [0, 1]): the ECE of summary.tsv, "
+           "calibration.tsv and calibration.png.",
     "if calibrated": "The ECE sampling alone would give a calibrated model with the same "
                      "confidences (mean, and 95% quantile): an ECE below it is not "
                      "miscalibration.",
@@ -423,10 +427,10 @@ def write_evaluate_report(folder: Path, summary, results, stability, *, data: Pa
                   zip(summary["genes_mean"], summary["genes_se"], strict=True)],
         "log-loss": [_pm(m, s, "{:.3f}") for m, s in
                      zip(summary["log_loss_mean"], summary["log_loss_se"], strict=True)],
-        "ECE": [f"{v:.3f}" for v in summary["ece_pooled"]],
+        "ECE": [f"{v:.3f}" for v in summary["ece"]],
         "if calibrated": [f"{m:.3f} (95%: {q:.3f})" for m, q in
-                          zip(summary["ece_pooled_calibrated"],
-                              summary["ece_pooled_calibrated_q95"], strict=True)],
+                          zip(summary["ece_if_calibrated"],
+                              summary["ece_if_calibrated_q95"], strict=True)],
         "confidence - accuracy": [f"{v:+.3f}" for v in summary["confidence_gap"]],
     })
     body = ["<h2>Summary</h2>", _summary(items), "<h2>Held-out accuracy</h2>",

@@ -252,7 +252,6 @@ def evaluate(
                 "criterion": predictions["method"],
                 "confidence": prob.max(axis=1),
                 "correct": (predictions["predicted"] == predictions["label"]).to_numpy(),
-                "n_classes": prob.shape[1],
             }))
             with Transaction() as tx:
                 tmp = tx.directory(out)
@@ -337,8 +336,8 @@ def _evaluate_summary(summary, results, data, label_key, out, groups=None):
             _pm(100 * row.error_rate_mean, 100 * row.error_rate_se, "{:.1f}"),
             _pm(row.genes_mean, row.genes_se, "{:.1f}"),
             _pm(row.log_loss_mean, row.log_loss_se, "{:.3f}"),
-            f"{row.ece_pooled:.3f}",
-            f"{row.ece_pooled_calibrated:.3f} (95%: {row.ece_pooled_calibrated_q95:.3f})",
+            f"{row.ece:.3f}",
+            f"{row.ece_if_calibrated:.3f} (95%: {row.ece_if_calibrated_q95:.3f})",
             f"{row.confidence_gap:+.3f}",
         )
     console.print(table)

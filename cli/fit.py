@@ -402,13 +402,13 @@ def _spikeslab_summary(adata, data, label_key, out, write_h5ad, show):
         for col, kw in (("rank", {"justify": "right"}), ("gene", {}), ("description", cut),
                         ("direction", {}), ("pip", {"justify": "right"}),
                         ("set", {"justify": "right"}), ("weight", {"justify": "right"}),
-                        ("sd", {"justify": "right"})):
+                        ("weight_sd", {"justify": "right"})):
             table.add_column(col, **kw)
         for row in rows.itertuples():
             cset = "" if pd.isna(row.credible_set) else str(row.credible_set)
             direction = row.direction + (" *" if row.note else "")
             table.add_row(str(row.rank), row.gene, row.description, direction, f"{row.pip:.3f}",
-                          cset, f"{row.mean:+.3f}", f"{row.sd:.3f}")
+                          cset, f"{row.weight:+.3f}", f"{row.weight_sd:.3f}")
         console.print(table)
         shown = True
     if shown:
@@ -523,7 +523,7 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show, group
             ("direction", {}),
             ("contribution", {"justify": "right"}),
             ("weight", {"justify": "right"}),
-            ("sd", {"justify": "right"}),
+            ("weight_sd", {"justify": "right"}),
             ("in folds", {"justify": "right"}),
         ):
             table.add_column(col, **kw)
@@ -531,7 +531,7 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show, group
             folds = "-" if pd.isna(row.cv_frequency) else f"{100 * row.cv_frequency:.0f}%"
             direction = row.direction + (" *" if row.note else "")
             table.add_row(str(row.rank), row.gene, row.description, direction,
-                          f"{row.contribution:+.3f}", f"{row.mean:+.3f}", f"{row.sd:.3f}", folds)
+                          f"{row.contribution:+.3f}", f"{row.weight:+.3f}", f"{row.weight_sd:.3f}", folds)
         console.print(table)
         shown = True
     if shown:

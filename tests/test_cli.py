@@ -136,7 +136,7 @@ def test_fit_outputs(fitted):
     genes = pd.read_csv(out / "genes.tsv", sep="\t", keep_default_na=False)
     assert list(genes.columns) == [
         "rank", "gene", "description", "selected", "contribution", "std_weight", "relevance",
-        "mean", "sd", "alpha", "entered_step", "log_bf", "p_sign", "z", "log_bf_marginal",
+        "weight", "weight_sd", "alpha", "entered_step", "log_bf", "p_sign", "z", "log_bf_marginal",
         "cv_frequency", "t_stat",
         "log2_fc", "direction", "note",
     ]
@@ -309,7 +309,7 @@ def test_multiclass(data, tmp_path):
         # top-ranked gene is one of the three (by contribution, another class's marker can be first).
         block = genes[genes["class"] == f"class{k}"].set_index("gene")
         assert block.loc[f"G{k}", "selected"]
-        assert block.loc[f"G{k}", "mean"] > 0
+        assert block.loc[f"G{k}", "weight"] > 0
         assert block.index[0] in {"G0", "G1", "G2"}
         assert block.loc[f"G{k}", "rank"] <= 3
     gmt = [ln.split("\t")[0] for ln in (out / "genes.gmt").read_text().splitlines()]
@@ -1167,3 +1167,63 @@ def test_max_genes_and_cv_rule_options(data, tmp_path, monkeypatch):
     assert result.exit_code == 0, result.stderr
     assert made
     assert set(made) == {(3, "min")}
+
+def test_predict_and_evaluate_warn_about_data_on_another_scale(fitted, data, tmp_path):
+    # Intensities that are not whole numbers, logged by the user and then again by the model.
+    test = pd.read_csv(data / "test.csv")
+    genes = [c for c in test.columns if c.startswith("G")]
+    test[genes] = np.log2(test[genes])
+    test.to_csv(tmp_path / "log2.csv", index=False)
+    _, out, _ = fitted
+    result = run("predict", out / "model.json", tmp_path / "log2.csv", "-o", tmp_path / "p.tsv")
+    assert result.exit_code == 0, result.stderr
+    warned = [ln for ln in result.stderr.splitlines() if ln.startswith("ardselect: warning: ")]
+    assert len(warned) == 1, result.stderr
+    assert "another kind of values than the model was fitted on" in warned[0]
+    result = run("predict", out / "model.json", data / "test.csv", "-o", tmp_path / "q.tsv")
+    assert "warning" not in result.stderr
+    # evaluate: a batch of samples logged among unlogged ones.
+    table = pd.read_csv(data / "all.csv")
+    table.loc[::4, genes] = np.log2(table.loc[::4, genes])
+    table.to_csv(tmp_path / "mixed.csv", index=False)
+    result = run("evaluate", tmp_path / "mixed.csv", "--splits", 1, "-j", 1, "--no-l1", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert re.search(r"ardselect: warning: 12 of the 48 samples \(s00, s04, s08, s12, s16, "
+                     r"\.\.\.\) look like another kind of values", result.stderr), result.stderr
+
+
+def test_evaluate_reports_one_ece_everywhere(data, tmp_path):
+    out = tmp_path / "ev"
+    result = run("evaluate", data / "all.csv", "--splits", 3, "-j", 1, "-o", out)
+    assert result.exit_code == 0, result.stderr
+    summary = pd.read_csv(out / "summary.tsv", sep="\t").set_index("method")
+    assert "ece_mean" not in summary.columns  # never averaged over partitions
+    calibration = pd.read_csv(out / "calibration.tsv", sep="\t").groupby("method")["ece"].first()
+    predictions = pd.read_csv(out / "predictions.tsv", sep="\t")
+    report = (out / "report.html").read_text(encoding="utf-8")
+    for method, ece in summary["ece"].items():
+        sub = predictions[predictions["method"] == method]
+        prob = sub.filter(like="prob_").to_numpy()
+        pooled = ardselect.model_selection.expected_calibration_error(
+            prob.max(axis=1), (sub["predicted"] == sub["label"]).to_numpy())
+        assert ece == pytest.approx(pooled, abs=1e-9)
+        assert calibration[method] == pytest.approx(ece, abs=1e-9)
+        assert re.search(rf"{re.escape(method)} .*? {ece:.3f} ", result.stdout), result.stdout
+        assert f">{ece:.3f}<" in report
+
+
+def test_genes_tsv_has_no_negative_zero_and_no_t_for_constant_genes(tmp_path, expression):
+    df = expression(n_samples=30, n_genes=10, seed=2)
+    df["FLAT"] = 100.0
+    df["ROUNDED"] = np.where(np.arange(30) % 2 == 0, 0.3, 0.1 + 0.2)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    result = run("fit", tmp_path / "d.csv", "--out", tmp_path / "res", "--criterion", "loo", "-q")
+    assert result.exit_code == 0, result.stderr
+    text = (tmp_path / "res" / "genes.tsv").read_text()
+    assert not re.search(r"(^|\t)-0(\t|$)", text, re.M)
+    genes = pd.read_csv(tmp_path / "res" / "genes.tsv", sep="\t").set_index("gene")
+    for gene in ("FLAT", "ROUNDED"):
+        assert np.isnan(genes.loc[gene, "t_stat"])
+        assert genes.loc[gene, "contribution"] == 0.0
+        assert not genes.loc[gene, "selected"]
+    assert (genes["contribution"] == 0).sum() >= 2
