@@ -434,7 +434,7 @@ def write_evaluate_report(folder: Path, summary, results, stability, *, data: Pa
         "confidence - accuracy": [f"{v:+.3f}" for v in summary["confidence_gap"]],
     })
     body = ["<h2>Summary</h2>", _summary(items), "<h2>Held-out accuracy</h2>",
-            _table_text(shown, list(EVALUATE_COLUMNS)),
+            _table_text(shown, list(EVALUATE_COLUMNS), sortable=True, label="held-out accuracy"),
             "<dl class=\"columns\">"]
     body += [f"<dt>{_esc(c)}</dt><dd>{t}</dd>" for c, t in EVALUATE_COLUMNS.items()]
     body.append("</dl>")
@@ -477,9 +477,14 @@ def write_evaluate_report(folder: Path, summary, results, stability, *, data: Pa
     return path
 
 
-def _table_text(frame, columns) -> str:
-    """A table whose cells are preformatted text (first column left-aligned)."""
-    out = ["<div class=\"scroll\"><table><thead><tr>"]
+def _table_text(frame, columns, *, sortable: bool = False, label: str = "") -> str:
+    """A table whose cells are preformatted text (first column left-aligned).
+
+    Sortable by a click on a column: a cell sorts by its leading number (``12.5 \u00b1 1.2``).
+    """
+    cls = ' class="sortable"' if sortable else ""
+    aria = f' aria-label="{_esc(label)}"' if label else ""
+    out = [f"<div class=\"scroll\"><table{cls}{aria}><thead><tr>"]
     out += [f"<th class=\"text\">{_esc(c)}</th>" if i == 0 else f"<th>{_esc(c)}</th>"
             for i, c in enumerate(columns)]
     out.append("</tr></thead><tbody>")
