@@ -2,7 +2,7 @@
 
 Every function draws on a :class:`matplotlib.figure.Figure` (a new one unless ``fig`` is given) and
 returns it; :func:`save_png` writes a figure as a byte-reproducible PNG. matplotlib is an optional
-dependency (``pip install 'ardselect[plot]'``); it is imported when a figure is drawn, so the rest
+dependency (the ``plot`` extra, or ``pip install matplotlib``); it is imported when a figure is drawn, so the rest
 of ardselect works without it.
 """
 
@@ -30,7 +30,7 @@ def require_matplotlib() -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        msg = "ardselect's figures need matplotlib: pip install 'ardselect[plot]'"
+        msg = "ardselect's figures need matplotlib: pip install matplotlib (the plot extra)"
         raise ImportError(msg) from None
 
 

@@ -163,7 +163,7 @@ def fit(
     lazy: Annotated[
         bool,
         typer.Option("--lazy", help="h5ad/zarr only: leave X on disk, read in chunks of 10,000 "
-                     "rows (needs ardselect[dask]). The preprocessing and fold changes take one "
+                     "rows (needs dask: the dask extra). The preprocessing and fold changes take one "
                      "pass over it each; the fit gathers the --max-samples sketch, or without it fits "
                      "every row exactly by a few passes over the store per path step."),
     ] = False,

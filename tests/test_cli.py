@@ -550,7 +550,7 @@ def test_interrupt_leaves_no_partial_output(data, tmp_path, monkeypatch):
 def test_fit_without_matplotlib_asks_for_the_plot_extra(data, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now fails
     result = run("fit", data / "train.csv", "-o", tmp_path / "r")
-    assert_one_line_error(result, 1, r"figures need matplotlib: pip install 'ardselect\[plot\]'")
+    assert_one_line_error(result, 1, r"figures need matplotlib: pip install matplotlib \(the plot extra\)")
     assert list(tmp_path.iterdir()) == []  # refused before the fit, nothing written
 
 
