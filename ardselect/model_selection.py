@@ -28,7 +28,7 @@ from sklearn.base import clone
 
 from ._constraints import ParameterError
 from ._criteria import CRITERIA
-from ._validation import check_class_labels, check_finite_named
+from ._validation import check_class_labels, check_finite_named, check_real
 from .exceptions import ArdselectError, DataError, LabelError
 from .preprocessing import auto_log
 
@@ -482,6 +482,7 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
         msg = f"the labels have a single class ({y[0]!r}); at least two are needed"
         raise LabelError(msg)
     X = sp.csr_matrix(X) if sp.issparse(X) else np.asarray(X)
+    check_real(X)
     if X.shape[0] != y.shape[0]:
         msg = f"X has {X.shape[0]} samples but y has {y.shape[0]} labels"
         raise DataError(msg)

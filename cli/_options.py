@@ -314,11 +314,18 @@ def check_positive(labels, positive: str | None) -> None:
         raise UsageError(msg)
 
 
-def check_label_key(adata, label_key: str, data: Path):
+def check_label_key(adata, label_key: str, data: Path, *, option: str | None = None):
+    """The column must be in ``obs`` (usage error, exit 2, listing the columns).
+
+    ``option`` names the option that gave it (``--groups``); default: the label key.
+    """
     if label_key not in adata.obs.columns:
         avail = ", ".join(map(str, adata.obs.columns)) or "none"
-        hint = "" if len(adata.obs.columns) else " (give labels with --labels FILE)"
-        msg = f"label key {label_key!r} not found in {data.name}; available: {avail}{hint}"
+        if option is None:
+            hint = "" if len(adata.obs.columns) else " (give labels with --labels FILE)"
+            msg = f"label key {label_key!r} not found in {data.name}; available: {avail}{hint}"
+        else:
+            msg = f"{option} {label_key}: no column {label_key!r} in {data.name}; available: {avail}"
         raise UsageError(msg)
 
 

@@ -176,7 +176,7 @@ def evaluate(
         check_positive(adata.obs[label_key], positive)
         group_values = None
         if groups is not None:
-            check_label_key(adata, groups, data)
+            check_label_key(adata, groups, data, option="--groups")
             group_values = adata.obs[groups].astype(str).to_numpy()
         if use_raw:
             if adata.raw is None:
@@ -254,7 +254,7 @@ def evaluate(
                 "correct": (predictions["predicted"] == predictions["label"]).to_numpy(),
             }))
             with Transaction() as tx:
-                tmp = tx.directory(out)
+                tmp = tx.directory(out, replace=overwrite)
                 ardselect.io.write_tsv(results, tmp / "splits.tsv")
                 ardselect.io.write_tsv(summary, tmp / "summary.tsv")
                 ardselect.io.write_tsv(predictions, tmp / "predictions.tsv")

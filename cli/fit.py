@@ -244,13 +244,13 @@ def fit(
                            layer=layer if lazy else None)
         check_label_key(adata, label_key, data)
         if groups is not None:
-            check_label_key(adata, groups, data)
+            check_label_key(adata, groups, data, option="--groups")
         check_positive(adata.obs[label_key], positive)
         if spikeslab:
             _fit_spikeslab(adata, data, label_key, positive=positive, layer=layer,
                            use_raw=use_raw, log=log.value, pseudocount=pseudocount, floor=floor,
                            cap=cap, standardize=standardize, symbol_key=symbol_key, out=out,
-                           write_h5ad=write_h5ad, quiet=quiet, show=show)
+                           write_h5ad=write_h5ad, quiet=quiet, show=show, overwrite=overwrite)
             return
         y = adata.obs[label_key]
         n_classes = y.dropna().astype(str).nunique()
@@ -301,7 +301,7 @@ def fit(
         else:
             title = f"{data.name}: {classes[1]} vs {classes[0]} ({criterion.value})"
         with Transaction() as tx:
-            tmp = tx.directory(out)
+            tmp = tx.directory(out, replace=overwrite)
             ardselect.io.write_tsv(table, tmp / "genes.tsv")
             ardselect.io.write_gmt(ardselect.get.gene_sets(adata), tmp / "genes.gmt")
             for name, group in _rnk_files(adata):
@@ -341,7 +341,7 @@ def _refuse_ard_options(ctx):
 
 
 def _fit_spikeslab(adata, data, label_key, *, positive, layer, use_raw, log, pseudocount, floor,
-                   cap, standardize, symbol_key, out, write_h5ad, quiet, show):
+                   cap, standardize, symbol_key, out, write_h5ad, quiet, show, overwrite):
     """``fit --model spike-slab``: rank genes by PIP and write genes.tsv, credible_sets.tsv, .gmt, .rnk."""
     import ardselect
 
@@ -355,7 +355,7 @@ def _fit_spikeslab(adata, data, label_key, *, positive, layer, use_raw, log, pse
     sets = ardselect.get.credible_sets_df(adata)
     multi = ranked["class"].nunique() > 1
     with Transaction() as tx:
-        tmp = tx.directory(out)
+        tmp = tx.directory(out, replace=overwrite)
         ardselect.io.write_tsv(ranked if multi else ranked.drop(columns="class"),
                                tmp / "genes.tsv")
         ardselect.io.write_tsv(sets if multi else sets.drop(columns="class"),

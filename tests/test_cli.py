@@ -1227,3 +1227,61 @@ def test_genes_tsv_has_no_negative_zero_and_no_t_for_constant_genes(tmp_path, ex
         assert genes.loc[gene, "contribution"] == 0.0
         assert not genes.loc[gene, "selected"]
     assert (genes["contribution"] == 0).sum() >= 2
+
+
+@pytest.mark.parametrize(("args", "pattern"), [
+    (["fit", "DATA", "--criterion", "foo"],
+     r"^--criterion: 'foo' is not one of 'cv', 'loo', 'loo-prob', 'evidence' "
+     r"\(see 'ardselect fit --help'\)$"),
+    (["evaluate", "DATA", "--log", "log3"],
+     r"^--log: 'log3' is not one of 'auto', 'none', 'log2', 'log10', 'ln' "),
+    (["example", "nope", "x.h5ad"], r"^NAME: 'nope' is not one of 'leukaemia' "),
+    (["fit", "DATA", "--nope"], r"No such option: --nope"),
+    (["fit"], r"Missing argument 'DATA'"),
+    (["bogus"], r"No such command 'bogus' \(see 'ardselect --help'\)"),
+])
+def test_usage_errors_of_the_command_line_are_one_line(data, args, pattern):
+    args = [str(data / "train.csv") if a == "DATA" else a for a in args]
+    result = run(*args)
+    assert_one_line_error(result, 2, pattern.replace("^", "^ardselect: error: ", 1)
+                          if pattern.startswith("^") else pattern)
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_a_missing_groups_column_is_named_as_the_groups_option(data, tmp_path):
+    result = run("fit", data / "train.csv", "--groups", "donor", "--out", tmp_path / "r")
+    assert_one_line_error(result, 2, r"--groups donor: no column 'donor' in train.csv; "
+                          r"available: label")
+    assert "label key" not in result.stderr
+
+
+def test_an_error_is_not_preceded_by_notes_about_other_packages_warnings(tmp_path):
+    X = np.random.default_rng(0).normal(size=(20, 5)) + 5.0
+    obs = pd.DataFrame({"label": ["a", "b"] * 10}, index=["s"] * 20)
+    with pytest.warns(UserWarning, match="not unique"):  # anndata warns; so does its reader
+        adata = ad.AnnData(X, obs=obs, var=pd.DataFrame(index=[f"g{i}" for i in range(5)]))
+    adata.write_h5ad(tmp_path / "dup.h5ad")
+    result = run("fit", tmp_path / "dup.h5ad", "--out", tmp_path / "r")
+    assert_one_line_error(result, 1, r"duplicated sample name")
+    assert result.stderr.strip().splitlines()[0].startswith("ardselect: error: ")
+
+
+def test_complex_input_is_refused_in_one_short_line(tmp_path):
+    X = np.random.default_rng(0).normal(size=(20, 5)) + 1j
+    adata = ad.AnnData(X, obs=pd.DataFrame({"label": ["a", "b"] * 10},
+                                           index=[f"s{i}" for i in range(20)]))
+    adata.write_h5ad(tmp_path / "cx.h5ad")
+    for args in (["fit", tmp_path / "cx.h5ad", "--out", tmp_path / "r"],
+                 ["evaluate", tmp_path / "cx.h5ad"]):
+        result = run(*args)
+        assert_one_line_error(result, 1, r"the data hold complex numbers \(dtype complex128\); "
+                              r"expression values must be real numbers$")
+        assert len(result.stderr) < 200, result.stderr
+
+
+def test_an_output_name_near_the_file_system_limit_is_written(data, tmp_path):
+    name = "r" * 250
+    result = run("fit", data / "train.csv", "--criterion", "loo", "--out", tmp_path / name, "-q")
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / name / "genes.tsv").is_file()
+    assert [p.name for p in tmp_path.iterdir()] == [name]
