@@ -176,24 +176,44 @@ _SYMBOL_COLUMNS = ("symbol", "symbols", "gene_symbol", "gene_symbols", "gene_nam
                    "feature_name")
 
 
-def _naming(stored: dict) -> tuple[bool, str]:
-    """Whether the ranked table's ``description`` holds gene symbols, and a sentence saying so."""
+#: Longest text taken for a gene symbol; longer values, or values with spaces, are descriptions.
+_SYMBOL_MAX = 40
+
+
+def _symbol_like(values) -> np.ndarray:
+    """Which values can name a gene in a GMT or RNK file: one word of at most 40 characters."""
+    text = pd.Series(values).fillna("").astype(str).str.strip()
+    return ((text != "") & ~text.str.contains(r"\s", regex=True)
+            & (text.str.len() <= _SYMBOL_MAX)).to_numpy()
+
+
+def _naming(stored: dict, table: pd.DataFrame | None = None) -> tuple[bool, str]:
+    """Whether the ranked table's ``description`` holds gene symbols, and a sentence saying so.
+
+    A column chosen by ``symbol_key`` counts as symbols only if most of its values are single
+    words (``--symbol-key description`` holds free text: the identifiers are kept).
+    """
     pre = stored.get("preprocessing", {})
     params = stored.get("params", {})
     key = str(pre.get("symbol_key", "None"))
     chosen = str(params.get("symbol_key", "None")) != "None"
     if key != "None" and (chosen or key in _SYMBOL_COLUMNS):
+        if table is not None and chosen and key not in _SYMBOL_COLUMNS:
+            given = table["description"].fillna("").astype(str).str.strip() != ""
+            if given.any() and _symbol_like(table["description"])[given.to_numpy()].mean() < 0.5:
+                return False, (f"gene identifiers (var_names; var[{key!r}] holds descriptions, "
+                               "not symbols)")
         return True, f"gene symbols from var[{key!r}]"
     return False, "gene identifiers (var_names; the data carry no gene symbol column)"
 
 
 def _labels(table: pd.DataFrame, *, use_symbols: bool) -> np.ndarray:
-    """Symbols where known (a gene without one keeps its identifier), else identifiers."""
+    """Symbols where known (a gene without one, or with free text, keeps its identifier)."""
     genes = table["gene"].astype(str).to_numpy()
     if not use_symbols:
         return genes
     sym = table["description"].fillna("").astype(str).str.strip().to_numpy()
-    return np.where(sym != "", sym, genes)
+    return np.where(_symbol_like(sym), sym, genes)
 
 
 def _problems(stored: dict) -> list[tuple[str, str]]:
@@ -225,7 +245,7 @@ def gene_sets(adata, key: str = "ardselect") -> dict[str, tuple[str, list[str]]]
     params = stored.get("params", {})
     criterion = params.get("criterion", "?")
     label_key = params.get("groupby", "?")
-    use_symbols, naming = _naming(stored)
+    use_symbols, naming = _naming(stored, ranked_genes_df(adata, key))
     ranked = ranked_genes_df(adata, key, selected_only=True)
     sets = {}
     for cls, other in _problems(stored):
@@ -280,7 +300,7 @@ def ranked_list(adata, key: str = "ardselect", *, group: str | None = None) -> p
             raise KeyError(msg)
         group = problems[0]
     table = ranked_genes_df(adata, key, group=group)
-    use_symbols, _ = _naming(stored)
+    use_symbols, _ = _naming(stored, table)
     t = table["t_stat"].to_numpy(float)
     sel = table["selected"].to_numpy(bool)
     lift = float(np.nanmax(np.abs(t[~sel]), initial=0.0)) if (~sel).any() else 0.0

@@ -72,9 +72,10 @@ CvRuleOpt = Annotated[
     CvRule,
     typer.Option(
         "--cv-rule",
-        help="With --criterion cv: 'min' keeps the size of lowest held-out log-loss (the "
-        "default); '1se' the smallest size within one standard error of it (fewer genes, a "
-        "little less accurate; glmnet's lambda.1se).",
+        help="How the inner cross-validation chooses the number of genes (fit's default "
+        "--criterion cv; evaluate's ARD-EP): 'min' keeps the size of lowest held-out log-loss "
+        "(the default); '1se' the smallest size within one standard error of it (fewer genes; "
+        "glmnet's lambda.1se).",
     ),
 ]
 

@@ -122,7 +122,19 @@ def fit(
         typer.Option(
             "--symbol-key",
             help="var column (h5ad) with gene symbols or descriptions for genes.tsv (default: "
-            "the first of symbol, gene_symbol(s), gene_name(s), feature_name, description).",
+            "the first of symbol, gene_symbol(s), gene_name(s), feature_name, description). "
+            "The GMT and RNK files name genes by it only where it holds symbols (one word per "
+            "gene), not free-text descriptions.",
+            show_default=False,
+        ),
+    ] = None,
+    gene_symbols: Annotated[
+        Path | None,
+        typer.Option(
+            "--gene-symbols",
+            help="A CSV/TSV table of gene identifier and symbol (two columns, header optional): "
+            "the symbols for genes.tsv's description and the GMT and RNK files, for data that "
+            "carry none (a samples-in-rows CSV). Genes it does not list keep their identifiers.",
             show_default=False,
         ),
     ] = None,
@@ -245,6 +257,12 @@ def fit(
         check_label_key(adata, label_key, data)
         if groups is not None:
             check_label_key(adata, groups, data, option="--groups")
+        if gene_symbols is not None:
+            if symbol_key is not None:
+                msg = "give --gene-symbols or --symbol-key, not both"
+                raise UsageError(msg)
+            _attach_symbols(adata, gene_symbols)
+            symbol_key = "symbol"
         check_positive(adata.obs[label_key], positive)
         if spikeslab:
             _fit_spikeslab(adata, data, label_key, positive=positive, layer=layer,
@@ -338,6 +356,29 @@ def _refuse_ard_options(ctx):
         if source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):
             msg = f"{option} does not apply to --model spike-slab ({why}); leave it out"
             raise UsageError(msg)
+
+
+def _attach_symbols(adata, path: Path) -> None:
+    """``var["symbol"]`` from a two-column table of gene identifier and symbol (``--gene-symbols``)."""
+    import pandas as pd
+
+    from ._util import check_input
+
+    check_input(path)
+    sep = "\t" if path.name.lower().removesuffix(".gz").endswith((".tsv", ".txt")) else ","
+    table = pd.read_csv(path, sep=sep, header=None, dtype=str, keep_default_na=False)
+    if table.shape[1] < 2:
+        msg = f"--gene-symbols {path.name}: needs two columns (gene identifier, symbol)"
+        raise UsageError(msg)
+    ids, symbols = table.iloc[:, 0].str.strip(), table.iloc[:, 1].str.strip()
+    known = ids.isin(adata.var_names.astype(str))
+    if not known.any():
+        shown = ", ".join(ids.head(3))
+        msg = (f"--gene-symbols {path.name}: none of its identifiers ({shown}, ...) is a gene "
+               f"of the data (such as {', '.join(map(str, adata.var_names[:3]))})")
+        raise UsageError(msg)
+    mapping = dict(zip(ids[known], symbols[known], strict=True))
+    adata.var["symbol"] = [mapping.get(str(g), "") for g in adata.var_names]
 
 
 def _fit_spikeslab(adata, data, label_key, *, positive, layer, use_raw, log, pseudocount, floor,

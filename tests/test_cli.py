@@ -1285,3 +1285,43 @@ def test_an_output_name_near_the_file_system_limit_is_written(data, tmp_path):
     assert result.exit_code == 0, result.stderr
     assert (tmp_path / name / "genes.tsv").is_file()
     assert [p.name for p in tmp_path.iterdir()] == [name]
+
+
+def test_gene_symbols_attach_to_a_samples_in_rows_table(data, tmp_path):
+    genes = [c for c in pd.read_csv(data / "train.csv").columns if c.startswith("G")]
+    pd.DataFrame({"id": genes[:-1], "symbol": [f"SYM{g[1:]}" for g in genes[:-1]]}).to_csv(
+        tmp_path / "symbols.csv", index=False)
+    out = tmp_path / "res"
+    result = run("fit", data / "train.csv", "--gene-symbols", tmp_path / "symbols.csv",
+                 "--criterion", "loo", "--out", out, "-q")
+    assert result.exit_code == 0, result.stderr
+    table = pd.read_csv(out / "genes.tsv", sep="\t", keep_default_na=False).set_index("gene")
+    assert table.loc["G0", "description"] == "SYM0"
+    assert table.loc[genes[-1], "description"] == ""  # not in the file: its identifier only
+    gmt = (out / "genes.gmt").read_text()
+    assert "SYM0" in gmt
+    assert "gene symbols from var['symbol']" in gmt
+    rnk = pd.read_csv(out / "genes.rnk", sep="\t", header=None)
+    assert "SYM1" in set(rnk[0])
+    assert genes[-1] in set(rnk[0])
+    result = run("fit", data / "train.csv", "--gene-symbols", data / "test.csv", "--out",
+                 tmp_path / "r2")
+    assert_one_line_error(result, 2, r"--gene-symbols test.csv: none of its identifiers")
+
+
+def test_a_description_column_does_not_name_genes_in_gmt_and_rnk(adata_factory, tmp_path):
+    adata = adata_factory(n_samples=40, n_genes=20, seed=4)
+    adata.var["description"] = [f"protein {i} of some family, isoform a" for i in range(20)]
+    adata.write_h5ad(tmp_path / "d.h5ad")
+    out = tmp_path / "res"
+    result = run("fit", tmp_path / "d.h5ad", "--symbol-key", "description", "--criterion",
+                 "loo", "--out", out, "-q")
+    assert result.exit_code == 0, result.stderr
+    genes = pd.read_csv(out / "genes.tsv", sep="\t")
+    assert genes["description"].str.startswith("protein").all()  # shown in the table
+    gmt = (out / "genes.gmt").read_text()
+    assert "protein" not in gmt.split("\t", 2)[2]  # the genes of the sets: identifiers
+    assert "holds descriptions, not symbols" in gmt
+    rnk = pd.read_csv(out / "genes.rnk", sep="\t", header=None)
+    assert len(rnk) == 20  # one row per gene: no description collapsed them
+    assert set(rnk[0]) == set(adata.var_names)
