@@ -68,8 +68,8 @@ def check_real(X) -> None:
     if dtype is None or not hasattr(dtype, "kind"):
         dtype = np.asarray(X).dtype if not sp.issparse(X) else X.dtype
     if dtype.kind == "c":
-        msg = (f"the data hold complex numbers (dtype {dtype}); expression values must be real "
-               "numbers")
+        msg = (f"Complex data not supported: the data hold complex numbers (dtype {dtype}); "
+               "expression values must be real numbers")
         raise DataError(msg)
 
 

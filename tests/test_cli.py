@@ -1274,8 +1274,9 @@ def test_complex_input_is_refused_in_one_short_line(tmp_path):
     for args in (["fit", tmp_path / "cx.h5ad", "--out", tmp_path / "r"],
                  ["evaluate", tmp_path / "cx.h5ad"]):
         result = run(*args)
-        assert_one_line_error(result, 1, r"the data hold complex numbers \(dtype complex128\); "
-                              r"expression values must be real numbers$")
+        assert_one_line_error(result, 1, r"Complex data not supported: the data hold complex "
+                              r"numbers \(dtype complex128\); expression values must be real "
+                              r"numbers$")
         assert len(result.stderr) < 200, result.stderr
 
 

@@ -141,7 +141,7 @@ def test_figures_ask_for_the_plot_extra_without_matplotlib(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now fails
     table = pd.DataFrame({"class": ["b"], "step": [0], "log_evidence": [-9.0], "loo_error": [0.2],
                           "loo_prob_error": [0.2], "n_features": [1], "chosen": [True]})
-    with pytest.raises(ImportError, match=r"pip install 'ardselect\[plot\]'"):
+    with pytest.raises(ImportError, match=r"pip install matplotlib \(the plot extra\)"):
         pl.path(table)
 
 
