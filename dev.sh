@@ -2,7 +2,8 @@
 # The project's two entry points; each sets itself up (virtual environment + install) first.
 #   ./dev.sh demo   fit the bundled Golub leukaemia data and write results/leukaemia/
 #   ./dev.sh test   lint (ruff check), then run the test suite in 2 processes (with CI=true, also
-#                   the slow tests: reproductions, vignettes and the documentation build)
+#                   the slow tests: reproductions, vignettes, the documentation build, the wheel
+#                   in a fresh environment and report.html in a headless Chromium)
 #   ./dev.sh lint   ruff check only (extra arguments go to ruff, e.g. --fix)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -45,8 +46,9 @@ case "$cmd" in
     # before the tests start. No cache: a stale local cache once hid an import-order error that a
     # fresh clone then found (and the whole check takes well under a second).
     "$VENV/bin/ruff" check --no-cache --quiet .
-    # Two test processes (pytest-xdist): the machine this project is built on has 2 cores, and the
-    # default suite is then under 2 minutes. ARDSELECT_TEST_WORKERS=0 runs in one process.
+    # Two test processes (pytest-xdist): the machine this project is built on has 2 cores. The
+    # default suite takes a few minutes (3 min 16 s on a fresh clone there; longer on a shared
+    # machine); CI's slow tests add more. ARDSELECT_TEST_WORKERS=0 runs in one process.
     extra=(-n "${ARDSELECT_TEST_WORKERS:-2}")
     if [ "${CI:-}" = "true" ]; then extra+=(--runslow); fi
     "$VENV/bin/python" -m pytest "${extra[@]}" "$@"

@@ -53,6 +53,11 @@ SYMBOL_KEYS = (
     "Description",
 )
 
+#: Columns of the estimators' ranked tables renamed in the gene table (genes.tsv,
+#: ``get.ranked_genes_df``, ``uns[key]["ranked"]``): there, "mean" read as mean expression. Older
+#: records are read through it too.
+GENE_TABLE_RENAMES = {"mean": "weight", "sd": "weight_sd"}
+
 _RANKED_COLUMNS = (
     "class",
     "rank",
@@ -62,8 +67,8 @@ _RANKED_COLUMNS = (
     "contribution",
     "std_weight",
     "relevance",
-    "mean",
-    "sd",
+    "weight",
+    "weight_sd",
     "alpha",
     "entered_step",
     "log_bf",
@@ -87,8 +92,8 @@ _SPIKESLAB_COLUMNS = (
     "credible_set",
     "set_pip",
     "log_bf",
-    "mean",
-    "sd",
+    "weight",
+    "weight_sd",
     "z",
     "p_sign",
     "t_stat",
@@ -278,7 +283,7 @@ def _rank_core(
         est_names = [f"x{i}" for i in range(Z.shape[1])]
     column = {str(n): i for i, n in enumerate(est_names)}
 
-    ranked = est.ranked_features().copy()
+    ranked = est.ranked_features().rename(columns=GENE_TABLE_RENAMES)
     if spikeslab:
         # Welch's t of each gene, the problem's class against the rest, as ARD's table has it.
         t_stat = {c: class_contrast(Z, codes == int(c)) for c in dict.fromkeys(ranked["class"])}
@@ -384,7 +389,7 @@ def _rank_core(
 #: The values of a gene dropped before the fit (constant): out of the model, no evidence either
 #: way; a column not named here is NaN.
 _DROPPED_VALUES = {"selected": False, "contribution": 0.0, "std_weight": 0.0, "relevance": 0.0,
-                   "pip": 0.0, "mean": 0.0, "sd": 0.0, "alpha": np.inf}
+                   "pip": 0.0, "weight": 0.0, "weight_sd": 0.0, "alpha": np.inf}
 _DROPPED_MISSING_INT = ("entered_step", "credible_set")
 
 

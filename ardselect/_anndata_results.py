@@ -104,7 +104,7 @@ def _with_directions(ranked, lfc, gene_names, classes, positive):
     ranked["log2_fc"] = fc
     t = ranked["t_stat"].to_numpy(float)
     ranked["direction"] = np.where(t > 0, "up", np.where(t < 0, "down", ""))
-    w = ranked["mean"].to_numpy(float)
+    w = ranked["weight"].to_numpy(float)
     opposite = ranked["selected"].to_numpy(bool) & (np.sign(w) * np.sign(t) < 0)
     ranked["note"] = np.where(opposite, OPPOSITE_NOTE, "")
     return ranked
@@ -214,8 +214,8 @@ def _scanpy_record(result: RankResult, var_names, lfc: Mapping) -> dict:
     for g, (block, sign) in lists.items():
         sel = block["selected"].to_numpy(bool)
         with np.errstate(divide="ignore", invalid="ignore"):
-            z = np.where(sel, sign * block["mean"].to_numpy(float) / block["sd"].to_numpy(float),
-                         0.0)
+            z = np.where(sel, sign * block["weight"].to_numpy(float)
+                         / block["weight_sd"].to_numpy(float), 0.0)
         order_sel = np.flatnonzero(sel)[np.argsort(-z[sel], kind="stable")]
         order = np.concatenate([order_sel, np.flatnonzero(~sel)])
         genes = block["gene"].to_numpy()[order]
@@ -249,8 +249,8 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
         pos = genes.get_indexer(block["gene"])
         block, pos = block[pos >= 0], pos[pos >= 0]
         rank[pos, k] = block["rank"].to_numpy()
-        weight[pos, k] = block["mean"].to_numpy()
-        sd[pos, k] = block["sd"].to_numpy()
+        weight[pos, k] = block["weight"].to_numpy()
+        sd[pos, k] = block["weight_sd"].to_numpy()
         selected[pos, k] = block["selected"].to_numpy()
         for c in columns:
             certainty[c][pos, k] = block[c].to_numpy(dtype=np.float64)

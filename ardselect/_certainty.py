@@ -128,9 +128,13 @@ def class_statistics(design, in_class):
     v1 = np.maximum(sq1 - n1 * m1 * m1, 0.0) / (n1 - 1.0)
     v0 = np.maximum(sq0 - n0 * m0 * m0, 0.0) / (n0 - 1.0)
     se = np.sqrt(v1 / n1 + v0 / n0)
+    # Below this, spread and difference are the rounding of sums of squares (about sqrt(eps)
+    # of the values): the column is constant, its t undefined and its difference 0.
+    noise = 1e-7 * (np.abs(m1) + np.abs(m0))
+    diff = np.where(np.abs(m1 - m0) <= noise, 0.0, m1 - m0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(se > 0, (m1 - m0) / se, np.nan)
-    return t, m1 - m0, sd
+        t = np.where(se > noise, diff / se, np.nan)
+    return t, diff, sd
 
 
 def class_contrast(design, in_class):
@@ -197,8 +201,9 @@ def certainty_table(fits, coef, coef_sd, alpha, *, alpha_min, intercept_alpha):
                      else fit.frequency[:n_basis])
         potential = np.where(usable, potential, -np.inf)
         # basis = input / scale: the input's sd and class difference are scale times the basis'.
-        std_weight = coef[i] * (fit.scale * sd)[:n_basis]
-        contribution = coef[i] * (fit.scale * diff)[:n_basis]
+        std_weight = coef[i] * (fit.scale * sd)[:n_basis] + 0.0
+        # (+ 0.0: a zero weight times a negative difference is -0.0, written "-0")
+        contribution = coef[i] * (fit.scale * diff)[:n_basis] + 0.0
         key = np.where(selected, contribution, potential)
         # Selected first, then by key descending, then by |weight / sd|.
         tie = np.where(selected, -np.abs(np.nan_to_num(z)), 0.0)

@@ -264,7 +264,7 @@ def read_data(
         :func:`split_gene_columns`, with a warning) and refuse a gene column that encodes the label.
     lazy : bool, default=False
         ``.h5ad`` and ``.zarr`` only: leave ``X`` (or the layer) on disk as a dask array in row
-        chunks (:func:`read_lazy`; needs ``pip install ardselect[dask]``).
+        chunks (:func:`read_lazy`; needs the ``dask`` extra).
 
     Returns
     -------
@@ -365,7 +365,7 @@ def read_lazy(path, *, layer: str | None = None, chunk_rows: int = LAZY_CHUNK_RO
     Raises
     ------
     ImportError
-        dask is not installed (``pip install ardselect[dask]``).
+        dask is not installed (the ``dask`` extra).
     FileFormatError
         The store cannot be opened or has no ``obs`` / ``var`` / ``X``.
     DataError
@@ -377,7 +377,7 @@ def read_lazy(path, *, layer: str | None = None, chunk_rows: int = LAZY_CHUNK_RO
         import dask.array  # noqa: F401
         from anndata.experimental import read_elem_lazy
     except ImportError:
-        msg = "reading X lazily needs dask: pip install 'ardselect[dask]'"
+        msg = "reading X lazily needs dask: pip install 'dask[array]' distributed (the dask extra)"
         raise ImportError(msg) from None
     path = require_file(path)
     root = _open_store(path)

@@ -62,12 +62,24 @@ def check_finite_named(X, sample_names, gene_names, *, what: str = "the data") -
     raise DataError(msg)
 
 
+def check_real(X) -> None:
+    """Refuse complex numbers in one line (:class:`DataError`), without printing the matrix."""
+    dtype = getattr(X, "dtype", None)
+    if dtype is None or not hasattr(dtype, "kind"):
+        dtype = np.asarray(X).dtype if not sp.issparse(X) else X.dtype
+    if dtype.kind == "c":
+        msg = (f"Complex data not supported: the data hold complex numbers (dtype {dtype}); "
+               "expression values must be real numbers")
+        raise DataError(msg)
+
+
 def check_design(X, *, estimator_name: str = "estimator", accept_sparse: bool = True):
     """Return X as float64 (CSC sparse or C-contiguous dense) after checking it.
 
-    Raises :class:`DataError` for an empty matrix and for NaN or infinite values, naming how many
-    entries are bad and the first bad column.
+    Raises :class:`DataError` for complex numbers, an empty matrix and NaN or infinite values,
+    naming how many entries are bad and the first bad column.
     """
+    check_real(X)
     try:
         X = check_array(
             X,

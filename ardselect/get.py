@@ -77,11 +77,11 @@ def ranked_genes_df(
         model's separation of the class from the rest; ranks the selected genes),
         ``std_weight`` (the weight times the gene's sd), ``relevance`` (the prior variance the
         evidence would give the gene beside the model's other genes, 0 outside the model),
-        ``mean`` and ``sd`` (posterior of the weight of the
-        standardised gene), ``alpha`` (the precision the model uses, ``inf`` outside it),
+        ``weight`` and ``weight_sd`` (posterior mean and sd of the weight of the standardised
+        gene in the model; 0 outside it), ``alpha`` (the precision the model uses, ``inf`` outside it),
         ``entered_step`` (first path step with the gene in the model, ``<NA>`` if never),
         ``log_bf`` and ``p_sign`` (log Bayes factor of the gene in against out, the other genes
-        as chosen; probability that the weight has the sign of ``mean``), ``z`` (signed z of the
+        as chosen; probability that the weight has the sign of ``weight``), ``z`` (signed z of the
         weight), ``log_bf_marginal`` (the gene alone against the intercept alone),
         ``cv_frequency`` (share of the inner cross-validation's fold models of the chosen size
         that hold the gene), ``t_stat`` (Welch's t of the gene in the class against the rest),
@@ -90,7 +90,9 @@ def ranked_genes_df(
         ``note`` (for a selected gene whose weight has the other sign than ``direction``); see
         :meth:`ardselect.ARDClassifier.ranked_features`. Rows by class, then rank.
     """
-    df = _uns_to_table(_stored(adata, key)["ranked"])
+    from ._anndata import GENE_TABLE_RENAMES
+
+    df = _uns_to_table(_stored(adata, key)["ranked"]).rename(columns=GENE_TABLE_RENAMES)
     if group is not None:
         groups = list(dict.fromkeys(df["class"]))
         if str(group) not in groups:
@@ -190,24 +192,44 @@ _SYMBOL_COLUMNS = ("symbol", "symbols", "gene_symbol", "gene_symbols", "gene_nam
                    "feature_name")
 
 
-def _naming(stored: dict) -> tuple[bool, str]:
-    """Whether the ranked table's ``description`` holds gene symbols, and a sentence saying so."""
+#: Longest text taken for a gene symbol; longer values, or values with spaces, are descriptions.
+_SYMBOL_MAX = 40
+
+
+def _symbol_like(values) -> np.ndarray:
+    """Which values can name a gene in a GMT or RNK file: one word of at most 40 characters."""
+    text = pd.Series(values).fillna("").astype(str).str.strip()
+    return ((text != "") & ~text.str.contains(r"\s", regex=True)
+            & (text.str.len() <= _SYMBOL_MAX)).to_numpy()
+
+
+def _naming(stored: dict, table: pd.DataFrame | None = None) -> tuple[bool, str]:
+    """Whether the ranked table's ``description`` holds gene symbols, and a sentence saying so.
+
+    A column chosen by ``symbol_key`` counts as symbols only if most of its values are single
+    words (``--symbol-key description`` holds free text: the identifiers are kept).
+    """
     pre = stored.get("preprocessing", {})
     params = stored.get("params", {})
     key = str(pre.get("symbol_key", "None"))
     chosen = str(params.get("symbol_key", "None")) != "None"
     if key != "None" and (chosen or key in _SYMBOL_COLUMNS):
+        if table is not None and chosen and key not in _SYMBOL_COLUMNS:
+            given = table["description"].fillna("").astype(str).str.strip() != ""
+            if given.any() and _symbol_like(table["description"])[given.to_numpy()].mean() < 0.5:
+                return False, (f"gene identifiers (var_names; var[{key!r}] holds descriptions, "
+                               "not symbols)")
         return True, f"gene symbols from var[{key!r}]"
     return False, "gene identifiers (var_names; the data carry no gene symbol column)"
 
 
 def _labels(table: pd.DataFrame, *, use_symbols: bool) -> np.ndarray:
-    """Symbols where known (a gene without one keeps its identifier), else identifiers."""
+    """Symbols where known (a gene without one, or with free text, keeps its identifier)."""
     genes = table["gene"].astype(str).to_numpy()
     if not use_symbols:
         return genes
     sym = table["description"].fillna("").astype(str).str.strip().to_numpy()
-    return np.where(sym != "", sym, genes)
+    return np.where(_symbol_like(sym), sym, genes)
 
 
 def _problems(stored: dict) -> list[tuple[str, str]]:
@@ -239,7 +261,7 @@ def gene_sets(adata, key: str = "ardselect") -> dict[str, tuple[str, list[str]]]
     params = stored.get("params", {})
     criterion = params.get("criterion", "?")
     label_key = params.get("groupby", "?")
-    use_symbols, naming = _naming(stored)
+    use_symbols, naming = _naming(stored, ranked_genes_df(adata, key))
     ranked = ranked_genes_df(adata, key, selected_only=True)
     sets = {}
     for cls, other in _problems(stored):
@@ -294,7 +316,7 @@ def ranked_list(adata, key: str = "ardselect", *, group: str | None = None) -> p
             raise KeyError(msg)
         group = problems[0]
     table = ranked_genes_df(adata, key, group=group)
-    use_symbols, _ = _naming(stored)
+    use_symbols, _ = _naming(stored, table)
     t = table["t_stat"].to_numpy(float)
     sel = table["selected"].to_numpy(bool)
     lift = float(np.nanmax(np.abs(t[~sel]), initial=0.0)) if (~sel).any() else 0.0

@@ -28,8 +28,9 @@ from sklearn.base import clone
 
 from ._constraints import ParameterError
 from ._criteria import CRITERIA
-from ._validation import check_class_labels, check_finite_named
+from ._validation import check_class_labels, check_finite_named, check_real
 from .exceptions import ArdselectError, DataError, LabelError
+from .preprocessing import auto_log
 
 __all__ = [
     "FewPartitionsWarning",
@@ -110,31 +111,27 @@ def calibration_table(predictions: pd.DataFrame, *, n_bins: int = 10) -> pd.Data
     """Reliability of held-out probabilities: observed accuracy per bin of predicted confidence.
 
     ``predictions`` has columns ``criterion``, ``confidence`` (the predicted probability of the
-    predicted class) and ``correct`` (bool). Bins are equal-width on [0.5, 1] for two classes and
-    [0, 1] otherwise (``n_classes`` column, if present, decides; default [0, 1]). Returns one row per
-    criterion and non-empty bin: ``criterion``, ``bin_low``, ``bin_high``, ``n``, ``mean_confidence``,
-    ``accuracy``; plus the expected calibration error per criterion in ``ece`` (same on every row).
+    predicted class) and ``correct`` (bool). The bins are those of
+    :func:`expected_calibration_error` (``n_bins`` equal-width bins on [0, 1]; with two classes the
+    confidence is at least 0.5, so only the upper half holds predictions). Returns one row per
+    criterion and non-empty bin: ``criterion``, ``bin_low``, ``bin_high``, ``n``,
+    ``mean_confidence``, ``accuracy``; plus the criterion's :func:`expected_calibration_error` in
+    ``ece`` (the same on every row).
     """
     rows = []
-    lo = 0.5 if "n_classes" in predictions and (predictions["n_classes"] == 2).all() else 0.0
-    edges = np.linspace(lo, 1.0, n_bins + 1)
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
     for crit, sub in predictions.groupby("criterion", sort=False):
         conf = sub["confidence"].to_numpy(float)
         corr = sub["correct"].to_numpy(bool)
-        idx = np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, n_bins - 1)
-        ece = 0.0
-        crit_rows = []
+        idx = np.minimum((conf * n_bins).astype(int), n_bins - 1)  # as expected_calibration_error
+        ece = expected_calibration_error(conf, corr, n_bins)
         for b in range(n_bins):
             m = idx == b
             if not m.any():
                 continue
-            mc, acc = float(conf[m].mean()), float(corr[m].mean())
-            ece += m.mean() * abs(mc - acc)
-            crit_rows.append({"criterion": crit, "bin_low": edges[b], "bin_high": edges[b + 1],
-                              "n": int(m.sum()), "mean_confidence": mc, "accuracy": acc})
-        for r in crit_rows:
-            r["ece"] = ece
-        rows.extend(crit_rows)
+            rows.append({"criterion": crit, "bin_low": edges[b], "bin_high": edges[b + 1],
+                         "n": int(m.sum()), "mean_confidence": float(conf[m].mean()),
+                         "accuracy": float(corr[m].mean()), "ece": ece})
     return pd.DataFrame(rows, columns=["criterion", "bin_low", "bin_high", "n", "mean_confidence",
                                        "accuracy", "ece"])
 
@@ -397,6 +394,32 @@ def _one_split(split, X, y, ids, train, test, methods, criteria, preprocessor, g
     return rows, preds, chosen
 
 
+def _check_sample_scales(X, preprocessor, ids) -> None:
+    """Warn (:class:`ardselect.DataScaleWarning`) when some samples are another kind of values.
+
+    Partitions of such data mix them into both parts, where no model check can see them; the
+    samples are compared with each other after the preprocessor's floor, cap and log.
+    """
+    from .model import DataScaleWarning, sample_scale_findings
+    from .preprocessing import Preprocessor
+
+    Z = None
+    if isinstance(preprocessor, Preprocessor) and not sp.issparse(X):
+        Z = np.asarray(X, dtype=np.float64)
+        if preprocessor.floor is not None or preprocessor.cap is not None:
+            Z = np.clip(Z, preprocessor.floor, preprocessor.cap)
+        log = auto_log(Z)[0] if preprocessor.log == "auto" else preprocessor.log
+        if log != "none":  # the base does not matter: the rules compare samples in their own units
+            pseudocount = preprocessor.pseudocount
+            if pseudocount is None:
+                pseudocount = 0.0 if (preprocessor.floor or 0) > 0 else 1.0
+            with np.errstate(all="ignore"):  # values out of the log's domain: the fit says so
+                Z = np.log(Z + pseudocount)
+    message = sample_scale_findings(X, Z, ids)
+    if message:
+        warnings.warn(message, DataScaleWarning, stacklevel=3)
+
+
 def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preprocessor=None,
              n_splits: int = 20, train_size=2 / 3, groups=None, inner_groups: bool = True,
              sample_ids=None, feature_names=None, return_selection: bool = False,
@@ -474,6 +497,7 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
         msg = f"the labels have a single class ({y[0]!r}); at least two are needed"
         raise LabelError(msg)
     X = sp.csr_matrix(X) if sp.issparse(X) else np.asarray(X)
+    check_real(X)
     if X.shape[0] != y.shape[0]:
         msg = f"X has {X.shape[0]} samples but y has {y.shape[0]} labels"
         raise DataError(msg)
@@ -491,6 +515,7 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
         if bad:
             msg = f"unknown criteria {bad}; choose from {CRITERIA}"
             raise ValueError(msg)
+    _check_sample_scales(X, preprocessor, ids)
     parts = partitions(y, n_splits=n_splits, train_size=train_size, groups=groups,
                        random_state=random_state)
     fit_groups = np.asarray(groups) if (groups is not None and inner_groups) else None
@@ -643,18 +668,22 @@ def _in_order(frame, names):
 def summarize(results: pd.DataFrame, predictions: pd.DataFrame | None = None) -> pd.DataFrame:
     """Mean and standard error (sd / sqrt(n), ddof=1) of every metric per method, in input order.
 
-    With ``predictions``, also ``ece_pooled``: the ECE of all held-out predictions of a method pooled
-    over the partitions (per-partition ECE on a few dozen test samples is biased upwards);
-    ``ece_pooled_calibrated`` and ``ece_pooled_calibrated_q95``: the mean and 95% quantile of the
-    ECE a perfectly calibrated model with the same confidences would show on as many predictions
-    (:func:`calibrated_ece`: what sampling alone gives); and ``confidence_gap``: mean confidence
-    minus accuracy (positive: overconfident, negative: underconfident).
+    The ECE is not averaged over partitions (a per-partition ECE on a few dozen test samples is
+    biased upwards): with ``predictions``, ``ece`` is the :func:`expected_calibration_error` of all
+    held-out predictions of a method pooled over the partitions, the one ECE ``evaluate`` reports
+    (table, ``calibration.tsv``, ``calibration.png``, ``report.html``); ``ece_if_calibrated`` and
+    ``ece_if_calibrated_q95``: the mean and 95% quantile of the ECE a perfectly calibrated model
+    with the same confidences would show on as many predictions (:func:`calibrated_ece`: what
+    sampling alone gives); and ``confidence_gap``: mean confidence minus accuracy (positive:
+    overconfident, negative: underconfident).
     """
     out = []
     for method, sub in results.groupby("method", sort=False):
         k = len(sub)
         row = {"method": method, "n_splits": k}
         for col in _METRICS:
+            if col == "ece":  # pooled below, never averaged
+                continue
             v = sub[col].to_numpy(dtype=float)
             row[f"{col}_mean"] = float(v.mean())
             row[f"{col}_se"] = float(v.std(ddof=1) / np.sqrt(k)) if k > 1 else float("nan")
@@ -663,8 +692,8 @@ def summarize(results: pd.DataFrame, predictions: pd.DataFrame | None = None) ->
             prob = p.filter(like="prob_").to_numpy(dtype=float)
             conf = prob.max(axis=1)
             correct = (p["predicted"] == p["label"]).to_numpy()
-            row["ece_pooled"] = expected_calibration_error(conf, correct)
-            row["ece_pooled_calibrated"], row["ece_pooled_calibrated_q95"] = calibrated_ece(conf)
+            row["ece"] = expected_calibration_error(conf, correct)
+            row["ece_if_calibrated"], row["ece_if_calibrated_q95"] = calibrated_ece(conf)
             row["confidence_gap"] = float(conf.mean() - correct.mean()) if conf.size else np.nan
         out.append(row)
     return pd.DataFrame(out)

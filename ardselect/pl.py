@@ -2,7 +2,7 @@
 
 Every function draws on a :class:`matplotlib.figure.Figure` (a new one unless ``fig`` is given) and
 returns it; :func:`save_png` writes a figure as a byte-reproducible PNG. matplotlib is an optional
-dependency (``pip install 'ardselect[plot]'``); it is imported when a figure is drawn, so the rest
+dependency (the ``plot`` extra, or ``pip install matplotlib``); it is imported when a figure is drawn, so the rest
 of ardselect works without it.
 """
 
@@ -30,7 +30,7 @@ def require_matplotlib() -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        msg = "ardselect's figures need matplotlib: pip install 'ardselect[plot]'"
+        msg = "ardselect's figures need matplotlib: pip install matplotlib (the plot extra)"
         raise ImportError(msg) from None
 
 
@@ -182,7 +182,8 @@ def weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fi
 
     ``ranked`` is a ranked table (:meth:`ARDClassifier.ranked_features` or
     :func:`ardselect.get.ranked_genes_df`: columns ``rank``, ``gene`` or ``feature``, ``selected``,
-    ``mean``, ``sd``, optionally ``class`` and ``description``). The ``top`` best-ranked selected genes
+    ``weight``, ``weight_sd`` (``mean``, ``sd`` in an estimator's table), optionally ``class`` and
+    ``description``). The ``top`` best-ranked selected genes
     of each class are drawn, best at the top. Blue: the +-2 sd interval excludes zero; grey: it
     crosses zero (the data do not pin the weight's sign down on their own, typical of a gene
     that shares its signal with correlated genes); the legend says so. With a ``cv_frequency``
@@ -216,8 +217,7 @@ def weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fi
             desc = sub["description"].fillna("").astype(str).to_numpy()
             labels = np.array([_short(f"{g} {d}".strip(), max(LABEL_WIDTH, len(g)))
                                for g, d in zip(labels, desc, strict=True)])
-        mean = sub["mean"].to_numpy(float)
-        sd = sub["sd"].to_numpy(float)
+        mean, sd = _weights(sub)
         clear = np.abs(mean) > 2 * sd
         colors = np.where(clear, "C0", "0.6")
         ax.errorbar(mean, ypos, xerr=2 * sd, fmt="none", ecolor=colors, elinewidth=1.2)
@@ -271,6 +271,32 @@ def _pip_label(p: float) -> str:
     return f"{p:.2f}"
 
 
+def _weights(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Posterior mean and sd of the weights.
+
+    ``weight`` / ``weight_sd`` of the gene table, or ``mean`` / ``sd`` of an estimator's
+    ``ranked_features()``.
+    """
+    if "weight" in table:
+        return table["weight"].to_numpy(float), table["weight_sd"].to_numpy(float)
+    return table["mean"].to_numpy(float), table["sd"].to_numpy(float)
+
+
+def _sign_labels(sub: pd.DataFrame) -> np.ndarray:
+    """``w>0`` / ``w<0`` per gene: the sign of its weight.
+
+    Outside the model (weight 0): the sign the weight would take if the gene entered (that of
+    ``z``), else the direction of its class difference (``t_stat``).
+    """
+    if "weight" not in sub and "mean" not in sub:
+        return np.full(len(sub), "")
+    w = sub["weight" if "weight" in sub else "mean"].to_numpy(float)
+    for col in ("z", "t_stat"):  # a gene outside the model has weight 0
+        if col in sub:
+            w = np.where(w != 0, w, np.nan_to_num(sub[col].to_numpy(float)))
+    return np.where(w < 0, "w<0", np.where(w > 0, "w>0", "   "))
+
+
 def certainty(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fig=None):
     """How sure the model is of each gene: log Bayes factor, fold-model share and sign probability.
 
@@ -313,7 +339,7 @@ def certainty(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, 
         right = ax.twinx()
         right.set_ylim(ax.get_ylim())
         right.set_yticks(ypos)
-        signs = np.where(sub["mean"].to_numpy(float) < 0, "w<0", "w>0") if "mean" in sub else [""] * k
+        signs = _sign_labels(sub)
         share = (sub["cv_frequency"].to_numpy(float) if "cv_frequency" in sub
                  else np.full(k, np.nan))
         right.set_yticklabels(

@@ -49,6 +49,9 @@ AUTO_LARGE_GENES = 0.1
 AUTO_LARGE_VALUE = 50.0
 #: ... or at least this fraction is integer-valued (counts).
 AUTO_INTEGER_GENES = 0.5
+#: A gene whose sd is at most this fraction of its mean (after the log) is constant up to the
+#: rounding of its values, and dropped as constant.
+ROUNDING_NOISE = 1e-12
 _BLOCK = 512  # genes per block when scanning a dense matrix (bounded temporary memory)
 
 
@@ -158,9 +161,15 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         Number of constant genes dropped.
     center_, scale_ : ndarray of shape (n_kept,)
         Subtracted and divided per kept gene (0 and 1 without standardisation).
-    mean_ : ndarray of shape (n_kept,) or None
-        Training mean of each kept gene after the log (``center_`` when centred; sparse data are
-        only scaled). None without standardisation.
+    mean_, sd_ : ndarray of shape (n_kept,)
+        Training mean and standard deviation of each kept gene after the log (``center_`` and
+        ``scale_`` when standardised; sparse data are only scaled).
+    min_, max_ : ndarray of shape (n_kept,)
+        Training range of each kept gene after the log.
+    whole_ : ndarray of bool, shape (n_kept,)
+        Whether every training value of the gene (after floor and cap) is a whole number (counts,
+        integer intensities). These five tell new data of another kind
+        (:class:`ardselect.DataScaleWarning`).
     n_features_in_ : int
     feature_names_in_ : ndarray of str, shape (n_features_in_,)
         Set when fitted on a DataFrame or given ``feature_names``.
@@ -222,7 +231,7 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         return np.clip(X, floor, cap)
 
     @staticmethod
-    def _log(X, log, pseudocount):
+    def _log(X, log, pseudocount, *, model=False):
         if log == "none":
             return X
         base = {"log2": 2.0, "log10": 10.0, "ln": math.e}[log]
@@ -230,11 +239,16 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         lo = min(float(v.min()) if v.size else 0.0, 0.0 if sp.issparse(X) else np.inf)
         if lo + pseudocount <= 0:
             n_bad = int(np.sum(v + pseudocount <= 0))
-            msg = (
-                f"cannot take {log} of {n_bad} value(s) <= {-pseudocount:g} (minimum {lo:g}); "
-                "set a floor (e.g. 100 for raw intensities: floor=100, or --floor 100) or no log "
-                "(log='none', or --log none)"
-            )
+            if model:  # predicting: the model's own log, which only other values can break
+                advice = (f"the model takes {log}(x + {pseudocount:g}) of its input, so it was "
+                          "fitted on values above that (counts or intensities); these look like "
+                          "another kind (log values, z-scores): give the same kind of values as "
+                          "the training data")
+            else:
+                advice = ("set a floor (e.g. 100 for raw intensities: floor=100, or --floor 100) "
+                          "or no log (log='none', or --log none)")
+            msg = (f"cannot take {log} of {n_bad} value(s) <= {-pseudocount:g} (minimum {lo:g}); "
+                   f"{advice}")
             raise DataError(msg)
         if sp.issparse(X) and pseudocount == 1.0:
             X = X.copy()
@@ -264,17 +278,29 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             self.log_, self.log_reason_ = auto_log(clipped)
         else:
             self.log_, self.log_reason_ = self.log, "requested"
-        self._check_log_domain(_gene_stats(clipped)[0])
+        lo, hi, whole = _gene_stats(clipped)
+        self._check_log_domain(lo)
         Z = self._log(clipped, self.log_, self.pseudocount_)
         return self._set_scaling(~constant_columns(Z), sp.issparse(Z),
-                                 lambda keep: _mean_var(Z[:, keep]))
+                                 lambda keep: _mean_var(Z[:, keep]), (lo, hi, whole))
 
-    def _set_scaling(self, keep, sparse, mean_var):
+    def _set_scaling(self, keep, sparse, mean_var, ranges):
         """``keep_``, ``n_dropped_``, ``sparse_``, ``center_``, ``scale_`` (the end of ``fit``).
 
-        ``mean_var(keep)`` gives the mean and variance (``ddof=0``) of the kept genes.
+        ``mean_var(keep)`` gives the mean and variance (``ddof=0``) of the kept genes;
+        ``ranges`` is each gene's training minimum, maximum (before the log) and whole-number flag.
         """
-        self.keep_ = np.asarray(keep, dtype=bool)
+        keep = np.asarray(keep, dtype=bool).copy()
+        mean = var = np.zeros(0)
+        if keep.any():
+            mean, var = (np.asarray(v, dtype=np.float64) for v in mean_var(keep))
+            # A gene whose values differ only in their last digits (0.1 + 0.2 against 0.3) is
+            # constant: standardising it would blow its rounding noise up to unit variance.
+            noise = np.sqrt(var) <= ROUNDING_NOISE * np.abs(mean)
+            if noise.any():
+                keep[np.flatnonzero(keep)[noise]] = False
+                mean, var = mean[~noise], var[~noise]
+        self.keep_ = keep
         self.n_dropped_ = int((~self.keep_).sum())
         if not self.keep_.any():
             msg = (f"all {self.keep_.size} genes are constant across the samples; nothing to "
@@ -282,15 +308,17 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             raise DataError(msg)
         self.sparse_ = bool(sparse)
         n_kept = int(self.keep_.sum())
-        self.mean_ = None
+        self.mean_ = mean
+        self.sd_ = np.sqrt(var)
+        lo, hi, whole = (np.asarray(r)[self.keep_] for r in ranges)
+        self.min_ = np.asarray(_log_of(lo, self.log_, self.pseudocount_), dtype=np.float64)
+        self.max_ = np.asarray(_log_of(hi, self.log_, self.pseudocount_), dtype=np.float64)
+        self.whole_ = np.asarray(whole, dtype=bool)
         if self.standardize:
-            mean, var = mean_var(self.keep_)
-            self.mean_ = np.asarray(mean, dtype=np.float64)
-            self.center_ = np.zeros(n_kept) if sparse else mean
-            sd = np.sqrt(var)
+            self.center_ = np.zeros(n_kept) if sparse else self.mean_
             # A gene that is not exactly constant can still have a sd that rounds to 0; keep
             # its scale at 1 rather than divide by ~0.
-            self.scale_ = np.where(sd > 0, sd, 1.0)
+            self.scale_ = np.where(self.sd_ > 0, self.sd_, 1.0)
         else:
             self.center_ = np.zeros(n_kept)
             self.scale_ = np.ones(n_kept)
@@ -346,7 +374,8 @@ class Preprocessor(TransformerMixin, BaseEstimator):
                  "max": ln["max"] / c, "n": ln["n"]}
             sparse = stats["sparse_ln"]
         return self._set_scaling(z["min"] != z["max"], sparse,
-                                 lambda keep: (z["mean"][keep], z["m2"][keep] / z["n"]))
+                                 lambda keep: (z["mean"][keep], z["m2"][keep] / z["n"]),
+                                 (raw["min"], raw["max"], stats["n_frac"] == 0))
 
     def _check_log_domain(self, lo) -> None:
         """Refuse a log of values <= -pseudocount (``lo``: per-gene minima), naming the genes."""
@@ -425,18 +454,22 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             "standardize": bool(self.standardize),
             "center": self.center_[cols].tolist(),
             "scale": self.scale_[cols].tolist(),
-            # The training means after the log (= center when centred): not used to predict, only
-            # to tell new data of another kind (model.DataScaleWarning), also for sparse data.
-            **({} if getattr(self, "mean_", None) is None
-               else {"mean": self.mean_[cols].tolist()}),
+            # The training mean, sd and range after the log and whether the values were whole
+            # numbers: not used to predict, only to tell new data of another kind
+            # (model.DataScaleWarning).
+            **{key: getattr(self, f"{key}_")[cols].tolist()
+               for key in ("mean", "sd", "min", "max", "whole")
+               if getattr(self, f"{key}_", None) is not None},
         }
 
     @staticmethod
     def apply_dict(params: Mapping, X):
         """Apply stored parameters (:meth:`to_dict`) to ``X`` whose columns are the stored genes."""
+        if len(getattr(X, "shape", ())) == 2 and X.shape[1] == 0:  # an intercept-only model
+            return np.zeros((X.shape[0], 0))
         X = _dense(check_design(X, estimator_name="model"))
         Z = Preprocessor._clip(X, params["floor"], params["cap"])
-        Z = Preprocessor._log(Z, params["log"], float(params["pseudocount"]))
+        Z = Preprocessor._log(Z, params["log"], float(params["pseudocount"]), model=True)
         center = np.asarray(params["center"], dtype=np.float64)
         scale = np.asarray(params["scale"], dtype=np.float64)
         return (np.asarray(Z, dtype=np.float64) - center) / scale
@@ -458,6 +491,14 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         if self.standardize:
             parts.append("scaled per gene" if self.sparse_ else "standardised per gene")
         return ", ".join(parts)
+
+
+def _log_of(values, log, pseudocount):
+    """The log transform of per-gene statistics such as minima (a monotone map keeps them)."""
+    if log == "none":
+        return values
+    base = {"log2": 2.0, "log10": 10.0, "ln": math.e}[log]
+    return np.log(np.asarray(values, dtype=np.float64) + pseudocount) / math.log(base)
 
 
 def _mean_var(Z):

@@ -161,8 +161,8 @@ def table(results, predictions, reference="L1-logistic"):
             dl = f"{d.loc[m, 'd_log_loss']:+.3f} +- {d.loc[m, 'd_log_loss_se']:.3f}"
         lines.append(
             f"| {m} | {100 * r.error_rate_mean:.1f} +- {100 * r.error_rate_se:.1f} | "
-            f"{r.genes_mean:.1f} | {r.log_loss_mean:.3f} | {r.ece_pooled:.3f} | "
-            f"{r.ece_pooled_calibrated:.3f} ({r.ece_pooled_calibrated_q95:.3f}) | "
+            f"{r.genes_mean:.1f} | {r.log_loss_mean:.3f} | {r.ece:.3f} | "
+            f"{r.ece_if_calibrated:.3f} ({r.ece_if_calibrated_q95:.3f}) | "
             f"{r.confidence_gap:+.3f} | {de} | {dl} | "
             f"{r.fit_seconds_mean:.2f} |")
     lines.append(f"(log-loss of the training class frequencies: {prior:.3f})")

@@ -110,7 +110,7 @@ def main(argv=None):
         g = genes.loc[m]
         print(f"| {m} | {100 * r.error_rate_mean:.1f} +- {100 * r.error_rate_se:.1f} | "
               f"{r.genes_mean:.1f} | {g.marker:.1f} | {g.donor:.1f} | {g.partial:.1f} | "
-              f"{g.noise:.1f} | {r.log_loss_mean:.3f} | {r.ece_pooled:.3f} | {de} | {dl} |")
+              f"{g.noise:.1f} | {r.log_loss_mean:.3f} | {r.ece:.3f} | {de} | {dl} |")
     print(f"\nwall: {time.perf_counter() - t0:.0f} s on {args.jobs} worker(s)")
 
 

@@ -317,7 +317,7 @@ def accuracy_tables(names, n_splits, jobs, seed=0):
                 cells += [f"{100 * dd.d_error_rate:+.1f} +- {100 * dd.d_error_rate_se:.1f}",
                           f"{dd.d_log_loss:+.3f} +- {dd.d_log_loss_se:.3f}"]
             print(f"| {name} | {m} | {100 * r.error_rate_mean:.1f} +- {100 * r.error_rate_se:.1f} "
-                  f"| {r.genes_mean:.1f} | {r.log_loss_mean:.3f} | {r.ece_pooled:.3f} | "
+                  f"| {r.genes_mean:.1f} | {r.log_loss_mean:.3f} | {r.ece:.3f} | "
                   f"{r.confidence_gap:+.3f} | {' | '.join(cells)} | {r.fit_seconds_mean:.2f} |",
                   flush=True)
 

@@ -35,8 +35,9 @@ MulticlassOpt = Annotated[
     typer.Option(
         "--multiclass",
         help="More than two classes: 'ovr' chooses each class's genes against the rest (the "
-        "default, most accurate); 'shared' gives each gene one prior precision for all "
-        "classes, so every class uses the same, much smaller gene set.",
+        "default); 'shared' gives each gene one prior precision for all classes, so every class "
+        "uses the same, smaller gene set (Khan SRBCT: 57 genes against 85, the same error; "
+        "Sorlie: 44 against 120, 17.6% error against 15.2%).",
     ),
 ]
 
@@ -72,9 +73,10 @@ CvRuleOpt = Annotated[
     CvRule,
     typer.Option(
         "--cv-rule",
-        help="With --criterion cv: 'min' keeps the size of lowest held-out log-loss (the "
-        "default); '1se' the smallest size within one standard error of it (fewer genes, a "
-        "little less accurate; glmnet's lambda.1se).",
+        help="How the inner cross-validation chooses the number of genes (fit's default "
+        "--criterion cv; evaluate's ARD-EP): 'min' keeps the size of lowest held-out log-loss "
+        "(the default); '1se' the smallest size within one standard error of it (fewer genes; "
+        "glmnet's lambda.1se).",
     ),
 ]
 
@@ -336,11 +338,18 @@ def check_positive(labels, positive: str | None) -> None:
         raise UsageError(msg)
 
 
-def check_label_key(adata, label_key: str, data: Path):
+def check_label_key(adata, label_key: str, data: Path, *, option: str | None = None):
+    """The column must be in ``obs`` (usage error, exit 2, listing the columns).
+
+    ``option`` names the option that gave it (``--groups``); default: the label key.
+    """
     if label_key not in adata.obs.columns:
         avail = ", ".join(map(str, adata.obs.columns)) or "none"
-        hint = "" if len(adata.obs.columns) else " (give labels with --labels FILE)"
-        msg = f"label key {label_key!r} not found in {data.name}; available: {avail}{hint}"
+        if option is None:
+            hint = "" if len(adata.obs.columns) else " (give labels with --labels FILE)"
+            msg = f"label key {label_key!r} not found in {data.name}; available: {avail}{hint}"
+        else:
+            msg = f"{option} {label_key}: no column {label_key!r} in {data.name}; available: {avail}"
         raise UsageError(msg)
 
 

@@ -293,13 +293,34 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(code, os.strerror(code), str(b))
 
 
+#: Longest file name most file systems take (ext4, xfs, btrfs, APFS, NTFS: 255).
+_NAME_MAX = 255
+
+
+def _stem_for(name: str, extra: int) -> str:
+    """``name``, cut so that a temporary name of ``extra`` more characters fits the limit.
+
+    An output named near the file system's limit still gets its temporary sibling.
+    """
+    room = _NAME_MAX - extra
+    encoded = name.encode("utf-8", "surrogateescape")
+    if len(encoded) <= room:
+        return name
+    return encoded[:room].decode("utf-8", "ignore")
+
+
 def _sibling(final: Path, suffix: str) -> Path:
     """A hidden, unused name beside ``final``."""
-    return final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}{suffix}")
+    return final.with_name(f".{_stem_for(final.name, 10 + len(suffix))}.{uuid.uuid4().hex[:8]}"
+                           f"{suffix}")
 
 
-def _place_folder(tmp: Path, final: Path) -> list[Path]:
+def _place_folder(tmp: Path, final: Path, *, replace: bool = True) -> list[Path]:
     """Put the complete folder ``tmp`` at ``final``; return the paths holding what it replaced.
+
+    With ``replace=False`` (no ``--overwrite``) a folder that appeared at ``final`` since the
+    command checked it (another run to the same output) is not replaced: the first run to finish
+    wins and this one fails, saying so.
 
     With an atomic exchange, ``tmp`` ends up holding the previous folder. Without one, the previous
     folder is renamed aside first (a concurrent run may have put its own at ``final`` meanwhile:
@@ -313,6 +334,10 @@ def _place_folder(tmp: Path, final: Path) -> list[Path]:
         except OSError as exc:
             if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
                 raise
+            if not replace:
+                msg = (f"another run wrote the output folder {final.name} meanwhile; it was "
+                       "kept (--overwrite replaces it)")
+                raise FileExistsError(errno.EEXIST, msg, str(final)) from None
         try:
             if _exchange(tmp, final):
                 return [*previous, tmp]
@@ -351,6 +376,7 @@ class Transaction:
 
     def __init__(self):
         self._items: list[tuple[Path, Path, bool]] = []
+        self._keep: set[Path] = set()  # folders not to replace (no --overwrite)
         self._mode_dir = 0o777 & ~_umask()
         self._mode_file = 0o666 & ~_umask()
 
@@ -365,11 +391,18 @@ class Transaction:
     def _track(self, tmp: Path, final: Path, *, is_dir: bool) -> None:
         self._items.append((tmp, final, is_dir))
 
-    def directory(self, final: Path) -> Path:
+    def directory(self, final: Path, *, replace: bool = True) -> Path:
+        """A temporary folder that :meth:`commit` puts at ``final``.
+
+        ``replace=False``: a folder found at ``final`` at commit time is kept and the commit fails.
+        """
         final = Path(os.path.abspath(final))
+        if not replace:
+            self._keep.add(final)
         final.parent.mkdir(parents=True, exist_ok=True)
         with _uninterrupted():  # created and tracked together
-            tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+            prefix = f".{_stem_for(final.name, 16)}."  # mkdtemp adds 8 random characters
+            tmp = Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=final.parent))
             self._track(tmp, final, is_dir=True)
         os.chmod(tmp, self._mode_dir)
         return tmp
@@ -379,7 +412,8 @@ class Transaction:
         final.parent.mkdir(parents=True, exist_ok=True)
         # Writers create the file; only the unique name is needed. The name keeps the final
         # suffix so that writers choosing compression by extension see it.
-        tmp = final.with_name(f".{final.stem}.{uuid.uuid4().hex[:8]}.tmp{final.suffix}")
+        stem = _stem_for(final.stem, 14 + len(final.suffix.encode("utf-8", "surrogateescape")))
+        tmp = final.with_name(f".{stem}.{uuid.uuid4().hex[:8]}.tmp{final.suffix}")
         self._track(tmp, final, is_dir=False)
         return tmp
 
@@ -398,7 +432,7 @@ class Transaction:
                         for child in tmp.rglob("*"):
                             if child.is_file():
                                 os.chmod(child, self._mode_file)
-                        previous = _place_folder(tmp, final)
+                        previous = _place_folder(tmp, final, replace=final not in self._keep)
                     else:
                         os.chmod(tmp, self._mode_file)
                         previous = []

@@ -31,17 +31,20 @@ FIT_COLUMNS = {
     "relevance": "The prior variance the evidence gives the gene beside the model's other genes "
                  "(1/alpha on the unit-RMS scale, without the precision floor): how strongly the "
                  "data ask for this gene; 0 when the evidence would leave the gene out.",
-    "mean": "The weight: posterior mean of the gene's weight in the probit model, per standard "
-            "deviation of the gene (after preprocessing). Positive: the gene pushes towards the "
-            "class. A weight is conditional on the other genes: correlated genes share signal.",
-    "sd": "Posterior standard deviation of the weight. |mean| / sd is the z column.",
+    "weight": "Posterior mean of the gene's weight in the probit model, per standard deviation "
+              "of the gene (after preprocessing); 0 outside the model. Positive: the gene pushes "
+              "towards the class. A weight is conditional on the other genes: correlated genes "
+              "share signal. Not the gene's mean expression.",
+    "weight_sd": "Posterior standard deviation of the weight. weight / weight_sd is the z "
+                 "column.",
     "alpha": "The prior precision the model gives the weight (inf outside the model).",
     "entered_step": "The first step of the path with the gene in the model.",
     "log_bf": "Log Bayes factor of the model with the gene against the model without it, the "
               "other genes as chosen. Above 0: the model needs the gene beside the others; "
               "below 0: evidence against it. A gene whose signal another selected gene already "
               "carries gets a value near 0, however relevant on its own.",
-    "p_sign": "Probability that the weight has the sign shown in mean.",
+    "p_sign": "Probability that the weight has the sign of the weight column (outside the "
+              "model: of z, the sign it would take).",
     "z": "Posterior mean / sd of the weight: a signed 'how many sds from zero'.",
     "log_bf_marginal": "Log Bayes factor of the gene alone (beside the intercept) against the "
                        "intercept alone: how much the gene predicts on its own, whatever else "
@@ -175,7 +178,9 @@ def command_line(ctx) -> str:
             continue
         if value is None:
             continue
-        words += [names[0], str(value)]
+        # A repeatable option (--drop a --drop b) is given once per value, as typed.
+        for item in value if isinstance(value, list | tuple) else [value]:
+            words += [names[0], str(getattr(item, "value", item))]
     return " ".join(shlex.quote(w) for w in words)
 
 
@@ -383,8 +388,9 @@ EVALUATE_COLUMNS = {
     "error rate %": "Held-out error rate, mean &#177; standard error over the partitions.",
     "genes": "Genes the fitted model uses, mean &#177; standard error.",
     "log-loss": "Held-out log-loss (lower is better), mean &#177; standard error.",
-    "ECE": "Expected calibration error of all held-out predictions pooled (10 bins of "
-           "confidence).",
+    "ECE": "Expected calibration error of all held-out predictions pooled over the partitions "
+           "(10 equal-width bins of confidence on [0, 1]): the ECE of summary.tsv, "
+           "calibration.tsv and calibration.png.",
     "if calibrated": "The ECE sampling alone would give a calibrated model with the same "
                      "confidences (mean, and 95% quantile): an ECE below it is not "
                      "miscalibration.",
@@ -432,14 +438,14 @@ def write_evaluate_report(folder: Path, summary, results, stability, *, data: Pa
                   zip(summary["genes_mean"], summary["genes_se"], strict=True)],
         "log-loss": [_pm(m, s, "{:.3f}") for m, s in
                      zip(summary["log_loss_mean"], summary["log_loss_se"], strict=True)],
-        "ECE": [f"{v:.3f}" for v in summary["ece_pooled"]],
+        "ECE": [f"{v:.3f}" for v in summary["ece"]],
         "if calibrated": [f"{m:.3f} (95%: {q:.3f})" for m, q in
-                          zip(summary["ece_pooled_calibrated"],
-                              summary["ece_pooled_calibrated_q95"], strict=True)],
+                          zip(summary["ece_if_calibrated"],
+                              summary["ece_if_calibrated_q95"], strict=True)],
         "confidence - accuracy": [f"{v:+.3f}" for v in summary["confidence_gap"]],
     })
     body = ["<h2>Summary</h2>", _summary(items), "<h2>Held-out accuracy</h2>",
-            _table_text(shown, list(EVALUATE_COLUMNS)),
+            _table_text(shown, list(EVALUATE_COLUMNS), sortable=True, label="held-out accuracy"),
             "<dl class=\"columns\">"]
     body += [f"<dt>{_esc(c)}</dt><dd>{t}</dd>" for c, t in EVALUATE_COLUMNS.items()]
     body.append("</dl>")
@@ -482,9 +488,14 @@ def write_evaluate_report(folder: Path, summary, results, stability, *, data: Pa
     return path
 
 
-def _table_text(frame, columns) -> str:
-    """A table whose cells are preformatted text (first column left-aligned)."""
-    out = ["<div class=\"scroll\"><table><thead><tr>"]
+def _table_text(frame, columns, *, sortable: bool = False, label: str = "") -> str:
+    """A table whose cells are preformatted text (first column left-aligned).
+
+    Sortable by a click on a column: a cell sorts by its leading number (``12.5 \u00b1 1.2``).
+    """
+    cls = ' class="sortable"' if sortable else ""
+    aria = f' aria-label="{_esc(label)}"' if label else ""
+    out = [f"<div class=\"scroll\"><table{cls}{aria}><thead><tr>"]
     out += [f"<th class=\"text\">{_esc(c)}</th>" if i == 0 else f"<th>{_esc(c)}</th>"
             for i, c in enumerate(columns)]
     out.append("</tr></thead><tbody>")

@@ -149,6 +149,10 @@ def handle_errors():
             warnings.showwarning = relay
             try:
                 yield
+            except BaseException as exc:
+                if not (isinstance(exc, typer.Exit) and exc.exit_code == 0):
+                    relay.foreign.clear()  # a failed command's error line stands alone
+                raise
             finally:
                 relay.close()
     except typer.Exit:

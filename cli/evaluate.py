@@ -193,7 +193,7 @@ def evaluate(
             use_raw, groups = False, pseudobulk
         group_values = None
         if groups is not None:
-            check_label_key(adata, groups, data)
+            check_label_key(adata, groups, data, option="--groups")
             group_values = adata.obs[groups].astype(str).to_numpy()
         if use_raw and adata.raw is None:
             msg = f"--use-raw: {data.name} has no raw data"
@@ -274,10 +274,9 @@ def evaluate(
                 "criterion": predictions["method"],
                 "confidence": prob.max(axis=1),
                 "correct": (predictions["predicted"] == predictions["label"]).to_numpy(),
-                "n_classes": prob.shape[1],
             }))
             with Transaction() as tx:
-                tmp = tx.directory(out)
+                tmp = tx.directory(out, replace=overwrite)
                 ardselect.io.write_tsv(results, tmp / "splits.tsv")
                 ardselect.io.write_tsv(summary, tmp / "summary.tsv")
                 ardselect.io.write_tsv(predictions, tmp / "predictions.tsv")
@@ -365,8 +364,8 @@ def _evaluate_summary(summary, results, data, label_key, out, groups=None, covar
             _pm(100 * row.error_rate_mean, 100 * row.error_rate_se, "{:.1f}"),
             _pm(row.genes_mean, row.genes_se, "{:.1f}"),
             _pm(row.log_loss_mean, row.log_loss_se, "{:.3f}"),
-            f"{row.ece_pooled:.3f}",
-            f"{row.ece_pooled_calibrated:.3f} (95%: {row.ece_pooled_calibrated_q95:.3f})",
+            f"{row.ece:.3f}",
+            f"{row.ece_if_calibrated:.3f} (95%: {row.ece_if_calibrated_q95:.3f})",
             f"{row.confidence_gap:+.3f}",
         )
     console.print(table)

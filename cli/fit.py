@@ -132,7 +132,19 @@ def fit(
         typer.Option(
             "--symbol-key",
             help="var column (h5ad) with gene symbols or descriptions for genes.tsv (default: "
-            "the first of symbol, gene_symbol(s), gene_name(s), feature_name, description).",
+            "the first of symbol, gene_symbol(s), gene_name(s), feature_name, description). "
+            "The GMT and RNK files name genes by it only where it holds symbols (one word per "
+            "gene), not free-text descriptions.",
+            show_default=False,
+        ),
+    ] = None,
+    gene_symbols: Annotated[
+        Path | None,
+        typer.Option(
+            "--gene-symbols",
+            help="A CSV/TSV table of gene identifier and symbol (two columns, header optional): "
+            "the symbols for genes.tsv's description and the GMT and RNK files, for data that "
+            "carry none (a samples-in-rows CSV). Genes it does not list keep their identifiers.",
             show_default=False,
         ),
     ] = None,
@@ -175,7 +187,7 @@ def fit(
     lazy: Annotated[
         bool,
         typer.Option("--lazy", help="h5ad/zarr only: leave X on disk, read in chunks of 10,000 "
-                     "rows (needs ardselect[dask]). The preprocessing and fold changes take one "
+                     "rows (needs dask: the dask extra). The preprocessing and fold changes take one "
                      "pass over it each; the fit gathers the --max-samples sketch, or without it fits "
                      "every row exactly by a few passes over the store per path step."),
     ] = False,
@@ -265,8 +277,14 @@ def fit(
                            layer=layer if lazy else None)
         check_label_key(adata, label_key, data)
         if groups is not None:
-            check_label_key(adata, groups, data)
+            check_label_key(adata, groups, data, option="--groups")
         adata = covariates_to_obs(adata, held, data)
+        if gene_symbols is not None:
+            if symbol_key is not None:
+                msg = "give --gene-symbols or --symbol-key, not both"
+                raise UsageError(msg)
+            _attach_symbols(adata, gene_symbols)
+            symbol_key = "symbol"
         check_positive(adata.obs[label_key], positive)
         if pseudobulk is not None:
             check_label_key(adata, pseudobulk, data)
@@ -280,7 +298,7 @@ def fit(
             _fit_spikeslab(adata, data, label_key, positive=positive, layer=layer,
                            use_raw=use_raw, log=log.value, pseudocount=pseudocount, floor=floor,
                            cap=cap, standardize=standardize, symbol_key=symbol_key, out=out,
-                           write_h5ad=write_h5ad, quiet=quiet, show=show)
+                           write_h5ad=write_h5ad, quiet=quiet, show=show, overwrite=overwrite)
             return
         y = adata.obs[label_key]
         n_classes = y.dropna().astype(str).nunique()
@@ -332,7 +350,7 @@ def fit(
         else:
             title = f"{data.name}: {classes[1]} vs {classes[0]} ({criterion.value})"
         with Transaction() as tx:
-            tmp = tx.directory(out)
+            tmp = tx.directory(out, replace=overwrite)
             ardselect.io.write_tsv(table, tmp / "genes.tsv")
             ardselect.io.write_gmt(ardselect.get.gene_sets(adata), tmp / "genes.gmt")
             for name, group in _rnk_files(adata):
@@ -376,8 +394,31 @@ def _refuse_ard_options(ctx):
             raise UsageError(msg)
 
 
+def _attach_symbols(adata, path: Path) -> None:
+    """``var["symbol"]`` from a two-column table of gene identifier and symbol (``--gene-symbols``)."""
+    import pandas as pd
+
+    from ._util import check_input
+
+    check_input(path)
+    sep = "\t" if path.name.lower().removesuffix(".gz").endswith((".tsv", ".txt")) else ","
+    table = pd.read_csv(path, sep=sep, header=None, dtype=str, keep_default_na=False)
+    if table.shape[1] < 2:
+        msg = f"--gene-symbols {path.name}: needs two columns (gene identifier, symbol)"
+        raise UsageError(msg)
+    ids, symbols = table.iloc[:, 0].str.strip(), table.iloc[:, 1].str.strip()
+    known = ids.isin(adata.var_names.astype(str))
+    if not known.any():
+        shown = ", ".join(ids.head(3))
+        msg = (f"--gene-symbols {path.name}: none of its identifiers ({shown}, ...) is a gene "
+               f"of the data (such as {', '.join(map(str, adata.var_names[:3]))})")
+        raise UsageError(msg)
+    mapping = dict(zip(ids[known], symbols[known], strict=True))
+    adata.var["symbol"] = [mapping.get(str(g), "") for g in adata.var_names]
+
+
 def _fit_spikeslab(adata, data, label_key, *, positive, layer, use_raw, log, pseudocount, floor,
-                   cap, standardize, symbol_key, out, write_h5ad, quiet, show):
+                   cap, standardize, symbol_key, out, write_h5ad, quiet, show, overwrite):
     """``fit --model spike-slab``: rank genes by PIP and write genes.tsv, credible_sets.tsv, .gmt, .rnk."""
     import ardselect
 
@@ -391,7 +432,7 @@ def _fit_spikeslab(adata, data, label_key, *, positive, layer, use_raw, log, pse
     sets = ardselect.get.credible_sets_df(adata)
     multi = ranked["class"].nunique() > 1
     with Transaction() as tx:
-        tmp = tx.directory(out)
+        tmp = tx.directory(out, replace=overwrite)
         ardselect.io.write_tsv(ranked if multi else ranked.drop(columns="class"),
                                tmp / "genes.tsv")
         ardselect.io.write_tsv(sets if multi else sets.drop(columns="class"),
@@ -438,13 +479,13 @@ def _spikeslab_summary(adata, data, label_key, out, write_h5ad, show):
         for col, kw in (("rank", {"justify": "right"}), ("gene", {}), ("description", cut),
                         ("direction", {}), ("pip", {"justify": "right"}),
                         ("set", {"justify": "right"}), ("weight", {"justify": "right"}),
-                        ("sd", {"justify": "right"})):
+                        ("weight_sd", {"justify": "right"})):
             table.add_column(col, **kw)
         for row in rows.itertuples():
             cset = "" if pd.isna(row.credible_set) else str(row.credible_set)
             direction = row.direction + (" *" if row.note else "")
             table.add_row(str(row.rank), row.gene, row.description, direction, f"{row.pip:.3f}",
-                          cset, f"{row.mean:+.3f}", f"{row.sd:.3f}")
+                          cset, f"{row.weight:+.3f}", f"{row.weight_sd:.3f}")
         console.print(table)
         shown = True
     if shown:
@@ -568,7 +609,7 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show, group
             ("direction", {}),
             ("contribution", {"justify": "right"}),
             ("weight", {"justify": "right"}),
-            ("sd", {"justify": "right"}),
+            ("weight_sd", {"justify": "right"}),
             ("in folds", {"justify": "right"}),
         ):
             table.add_column(col, **kw)
@@ -576,7 +617,7 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show, group
             folds = "-" if pd.isna(row.cv_frequency) else f"{100 * row.cv_frequency:.0f}%"
             direction = row.direction + (" *" if row.note else "")
             table.add_row(str(row.rank), row.gene, row.description, direction,
-                          f"{row.contribution:+.3f}", f"{row.mean:+.3f}", f"{row.sd:.3f}", folds)
+                          f"{row.contribution:+.3f}", f"{row.weight:+.3f}", f"{row.weight_sd:.3f}", folds)
         console.print(table)
         shown = True
     if shown:

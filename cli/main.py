@@ -10,9 +10,12 @@ inside the commands so that ``ardselect --help`` stays instant. Results go to fi
 
 from __future__ import annotations
 
+import re
+import sys
 from typing import Annotated
 
 import typer
+from typer.core import TyperGroup
 
 from ardselect import __version__
 
@@ -21,8 +24,48 @@ from .example import example
 from .fit import fit
 from .predict import predict
 
+#: click's base of usage and parameter errors, as typer raises them (typer may vendor click).
+_CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+def usage_message(exc) -> str:
+    """A usage error of click as one line: the option, what is wrong, where the help is."""
+    text = " ".join(exc.format_message().split())
+    text = re.sub(r"^Invalid value for ('[^']+')(?: / '[^']+')*: (?:Value error, )?",
+                  lambda m: f"{m.group(1).strip(chr(39))}: ", text)
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None and getattr(ctx, "command_path", None):
+        text = f"{text.rstrip('.')} (see '{ctx.command_path} --help')"
+    return text
+
+
+class _OneLineErrors(TyperGroup):
+    """The command group: click's usage errors become one ``ardselect: error:`` line (exit 2)."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except _CLICK_ERROR as exc:
+            from ._util import error_line
+
+            if type(exc).__name__ == "NoArgsIsHelpError":  # no arguments at all: the help
+                exc.show()
+                sys.exit(exc.exit_code)
+            error_line(usage_message(exc))
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            from ._util import error_line
+
+            error_line("aborted")
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
 app = typer.Typer(
     name="ardselect",
+    cls=_OneLineErrors,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,

@@ -62,7 +62,7 @@ def predict(
     lazy: Annotated[
         bool,
         typer.Option("--lazy", help="h5ad/zarr only: leave X on disk and read only the model's "
-                     "genes, chunk by chunk (needs ardselect[dask])."),
+                     "genes, chunk by chunk (needs dask: the dask extra)."),
     ] = False,
     overwrite: OverwriteOpt = False,
     quiet: QuietOpt = False,

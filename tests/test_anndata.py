@@ -78,7 +78,7 @@ def test_binary_tables(binary):
     ranked = ardselect.get.ranked_genes_df(adata)
     assert list(ranked.columns) == [
         "class", "rank", "gene", "description", "selected", "contribution", "std_weight",
-        "relevance", "mean", "sd", "alpha", "entered_step", "log_bf", "p_sign", "z",
+        "relevance", "weight", "weight_sd", "alpha", "entered_step", "log_bf", "p_sign", "z",
         "log_bf_marginal", "cv_frequency", "t_stat",
         "log2_fc", "direction", "note",
     ]
@@ -147,7 +147,7 @@ def test_multiclass(multi, tmp_path):
     for k in range(3):
         block = ardselect.get.ranked_genes_df(adata, "markers", group=f"class{k}")
         assert block["gene"].iloc[0] == f"G{k}"  # each class's marker gene ranks first
-        assert block["mean"].iloc[0] > 0
+        assert block["weight"].iloc[0] > 0
     assert list(adata.var.loc[["G0", "G1", "G2"], "markers_class"]) == ["class0", "class1", "class2"]
     assert adata.var["markers_selected"].to_numpy().tolist() == adata.varm["markers_selected"].any(
         axis=1

@@ -138,8 +138,8 @@ _HOOKED = textwrap.dedent("""
         term()
         return real["rank"](*a, **k)
 
-    def place(tmp, final):  # SIGTERM between putting the folder in place and the .h5ad file
-        previous = real["place"](tmp, final)
+    def place(tmp, final, **k):  # SIGTERM between putting the folder in place and the .h5ad file
+        previous = real["place"](tmp, final, **k)
         term()
         return previous
 

@@ -271,3 +271,16 @@ def test_conditional_inclusion_tracks_bootstrap_selection_frequency_on_planted_g
     assert freq[2] >= 0.75
     assert spearmanr(pip, freq).statistic > 0.5
     assert pip.iloc[3:].mean() < 0.3
+
+
+def test_a_column_constant_up_to_rounding_has_no_t_and_no_difference():
+    from ardselect._certainty import class_statistics
+
+    rng = np.random.default_rng(0)
+    real = rng.normal(size=12)
+    rounded = np.where(np.arange(12) % 2 == 0, 0.3, 0.1 + 0.2) * 1000  # differ in the last digit
+    t, diff, _ = class_statistics(np.column_stack([real, rounded]), np.arange(12) < 5)
+    assert np.isfinite(t[0])
+    assert diff[0] != 0.0
+    assert np.isnan(t[1])
+    assert diff[1] == 0.0

@@ -136,7 +136,7 @@ def test_fit_outputs(fitted):
     genes = pd.read_csv(out / "genes.tsv", sep="\t", keep_default_na=False)
     assert list(genes.columns) == [
         "rank", "gene", "description", "selected", "contribution", "std_weight", "relevance",
-        "mean", "sd", "alpha", "entered_step", "log_bf", "p_sign", "z", "log_bf_marginal",
+        "weight", "weight_sd", "alpha", "entered_step", "log_bf", "p_sign", "z", "log_bf_marginal",
         "cv_frequency", "t_stat",
         "log2_fc", "direction", "note",
     ]
@@ -309,7 +309,7 @@ def test_multiclass(data, tmp_path):
         # top-ranked gene is one of the three (by contribution, another class's marker can be first).
         block = genes[genes["class"] == f"class{k}"].set_index("gene")
         assert block.loc[f"G{k}", "selected"]
-        assert block.loc[f"G{k}", "mean"] > 0
+        assert block.loc[f"G{k}", "weight"] > 0
         assert block.index[0] in {"G0", "G1", "G2"}
         assert block.loc[f"G{k}", "rank"] <= 3
     gmt = [ln.split("\t")[0] for ln in (out / "genes.gmt").read_text().splitlines()]
@@ -550,7 +550,7 @@ def test_interrupt_leaves_no_partial_output(data, tmp_path, monkeypatch):
 def test_fit_without_matplotlib_asks_for_the_plot_extra(data, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now fails
     result = run("fit", data / "train.csv", "-o", tmp_path / "r")
-    assert_one_line_error(result, 1, r"figures need matplotlib: pip install 'ardselect\[plot\]'")
+    assert_one_line_error(result, 1, r"figures need matplotlib: pip install matplotlib \(the plot extra\)")
     assert list(tmp_path.iterdir()) == []  # refused before the fit, nothing written
 
 
@@ -1167,3 +1167,162 @@ def test_max_genes_and_cv_rule_options(data, tmp_path, monkeypatch):
     assert result.exit_code == 0, result.stderr
     assert made
     assert set(made) == {(3, "min")}
+
+def test_predict_and_evaluate_warn_about_data_on_another_scale(fitted, data, tmp_path):
+    # Intensities that are not whole numbers, logged by the user and then again by the model.
+    test = pd.read_csv(data / "test.csv")
+    genes = [c for c in test.columns if c.startswith("G")]
+    test[genes] = np.log2(test[genes])
+    test.to_csv(tmp_path / "log2.csv", index=False)
+    _, out, _ = fitted
+    result = run("predict", out / "model.json", tmp_path / "log2.csv", "-o", tmp_path / "p.tsv")
+    assert result.exit_code == 0, result.stderr
+    warned = [ln for ln in result.stderr.splitlines() if ln.startswith("ardselect: warning: ")]
+    assert len(warned) == 1, result.stderr
+    assert "another kind of values than the model was fitted on" in warned[0]
+    result = run("predict", out / "model.json", data / "test.csv", "-o", tmp_path / "q.tsv")
+    assert "warning" not in result.stderr
+    # evaluate: a batch of samples logged among unlogged ones.
+    table = pd.read_csv(data / "all.csv")
+    table.loc[::4, genes] = np.log2(table.loc[::4, genes])
+    table.to_csv(tmp_path / "mixed.csv", index=False)
+    result = run("evaluate", tmp_path / "mixed.csv", "--splits", 1, "-j", 1, "--no-l1", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert re.search(r"ardselect: warning: 12 of the 48 samples \(s00, s04, s08, s12, s16, "
+                     r"\.\.\.\) look like another kind of values", result.stderr), result.stderr
+
+
+def test_evaluate_reports_one_ece_everywhere(data, tmp_path):
+    out = tmp_path / "ev"
+    result = run("evaluate", data / "all.csv", "--splits", 3, "-j", 1, "-o", out)
+    assert result.exit_code == 0, result.stderr
+    summary = pd.read_csv(out / "summary.tsv", sep="\t").set_index("method")
+    assert "ece_mean" not in summary.columns  # never averaged over partitions
+    calibration = pd.read_csv(out / "calibration.tsv", sep="\t").groupby("method")["ece"].first()
+    predictions = pd.read_csv(out / "predictions.tsv", sep="\t")
+    report = (out / "report.html").read_text(encoding="utf-8")
+    for method, ece in summary["ece"].items():
+        sub = predictions[predictions["method"] == method]
+        prob = sub.filter(like="prob_").to_numpy()
+        pooled = ardselect.model_selection.expected_calibration_error(
+            prob.max(axis=1), (sub["predicted"] == sub["label"]).to_numpy())
+        assert ece == pytest.approx(pooled, abs=1e-9)
+        assert calibration[method] == pytest.approx(ece, abs=1e-9)
+        assert re.search(rf"{re.escape(method)} .*? {ece:.3f} ", result.stdout), result.stdout
+        assert f">{ece:.3f}<" in report
+
+
+def test_genes_tsv_has_no_negative_zero_and_no_t_for_constant_genes(tmp_path, expression):
+    df = expression(n_samples=30, n_genes=10, seed=2)
+    df["FLAT"] = 100.0
+    df["ROUNDED"] = np.where(np.arange(30) % 2 == 0, 0.3, 0.1 + 0.2)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    result = run("fit", tmp_path / "d.csv", "--out", tmp_path / "res", "--criterion", "loo", "-q")
+    assert result.exit_code == 0, result.stderr
+    text = (tmp_path / "res" / "genes.tsv").read_text()
+    assert not re.search(r"(^|\t)-0(\t|$)", text, re.M)
+    genes = pd.read_csv(tmp_path / "res" / "genes.tsv", sep="\t").set_index("gene")
+    for gene in ("FLAT", "ROUNDED"):
+        assert np.isnan(genes.loc[gene, "t_stat"])
+        assert genes.loc[gene, "contribution"] == 0.0
+        assert not genes.loc[gene, "selected"]
+    assert (genes["contribution"] == 0).sum() >= 2
+
+
+@pytest.mark.parametrize(("args", "pattern"), [
+    (["fit", "DATA", "--criterion", "foo"],
+     r"^--criterion: 'foo' is not one of 'cv', 'loo', 'loo-prob', 'evidence' "
+     r"\(see 'ardselect fit --help'\)$"),
+    (["evaluate", "DATA", "--log", "log3"],
+     r"^--log: 'log3' is not one of 'auto', 'none', 'log2', 'log10', 'ln' "),
+    (["example", "nope", "x.h5ad"], r"^NAME: 'nope' is not one of 'leukaemia' "),
+    (["fit", "DATA", "--nope"], r"No such option: --nope"),
+    (["fit"], r"Missing argument 'DATA'"),
+    (["bogus"], r"No such command 'bogus' \(see 'ardselect --help'\)"),
+])
+def test_usage_errors_of_the_command_line_are_one_line(data, args, pattern):
+    args = [str(data / "train.csv") if a == "DATA" else a for a in args]
+    result = run(*args)
+    assert_one_line_error(result, 2, pattern.replace("^", "^ardselect: error: ", 1)
+                          if pattern.startswith("^") else pattern)
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_a_missing_groups_column_is_named_as_the_groups_option(data, tmp_path):
+    result = run("fit", data / "train.csv", "--groups", "donor", "--out", tmp_path / "r")
+    assert_one_line_error(result, 2, r"--groups donor: no column 'donor' in train.csv; "
+                          r"available: label")
+    assert "label key" not in result.stderr
+
+
+def test_an_error_is_not_preceded_by_notes_about_other_packages_warnings(tmp_path):
+    X = np.random.default_rng(0).normal(size=(20, 5)) + 5.0
+    obs = pd.DataFrame({"label": ["a", "b"] * 10}, index=["s"] * 20)
+    with pytest.warns(UserWarning, match="not unique"):  # anndata warns; so does its reader
+        adata = ad.AnnData(X, obs=obs, var=pd.DataFrame(index=[f"g{i}" for i in range(5)]))
+    adata.write_h5ad(tmp_path / "dup.h5ad")
+    result = run("fit", tmp_path / "dup.h5ad", "--out", tmp_path / "r")
+    assert_one_line_error(result, 1, r"duplicated sample name")
+    assert result.stderr.strip().splitlines()[0].startswith("ardselect: error: ")
+
+
+def test_complex_input_is_refused_in_one_short_line(tmp_path):
+    X = np.random.default_rng(0).normal(size=(20, 5)) + 1j
+    adata = ad.AnnData(X, obs=pd.DataFrame({"label": ["a", "b"] * 10},
+                                           index=[f"s{i}" for i in range(20)]))
+    adata.write_h5ad(tmp_path / "cx.h5ad")
+    for args in (["fit", tmp_path / "cx.h5ad", "--out", tmp_path / "r"],
+                 ["evaluate", tmp_path / "cx.h5ad"]):
+        result = run(*args)
+        assert_one_line_error(result, 1, r"Complex data not supported: the data hold complex "
+                              r"numbers \(dtype complex128\); expression values must be real "
+                              r"numbers$")
+        assert len(result.stderr) < 200, result.stderr
+
+
+def test_an_output_name_near_the_file_system_limit_is_written(data, tmp_path):
+    name = "r" * 250
+    result = run("fit", data / "train.csv", "--criterion", "loo", "--out", tmp_path / name, "-q")
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / name / "genes.tsv").is_file()
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+
+
+def test_gene_symbols_attach_to_a_samples_in_rows_table(data, tmp_path):
+    genes = [c for c in pd.read_csv(data / "train.csv").columns if c.startswith("G")]
+    pd.DataFrame({"id": genes[:-1], "symbol": [f"SYM{g[1:]}" for g in genes[:-1]]}).to_csv(
+        tmp_path / "symbols.csv", index=False)
+    out = tmp_path / "res"
+    result = run("fit", data / "train.csv", "--gene-symbols", tmp_path / "symbols.csv",
+                 "--criterion", "loo", "--out", out, "-q")
+    assert result.exit_code == 0, result.stderr
+    table = pd.read_csv(out / "genes.tsv", sep="\t", keep_default_na=False).set_index("gene")
+    assert table.loc["G0", "description"] == "SYM0"
+    assert table.loc[genes[-1], "description"] == ""  # not in the file: its identifier only
+    gmt = (out / "genes.gmt").read_text()
+    assert "SYM0" in gmt
+    assert "gene symbols from var['symbol']" in gmt
+    rnk = pd.read_csv(out / "genes.rnk", sep="\t", header=None)
+    assert "SYM1" in set(rnk[0])
+    assert genes[-1] in set(rnk[0])
+    result = run("fit", data / "train.csv", "--gene-symbols", data / "test.csv", "--out",
+                 tmp_path / "r2")
+    assert_one_line_error(result, 2, r"--gene-symbols test.csv: none of its identifiers")
+
+
+def test_a_description_column_does_not_name_genes_in_gmt_and_rnk(adata_factory, tmp_path):
+    adata = adata_factory(n_samples=40, n_genes=20, seed=4)
+    adata.var["description"] = [f"protein {i} of some family, isoform a" for i in range(20)]
+    adata.write_h5ad(tmp_path / "d.h5ad")
+    out = tmp_path / "res"
+    result = run("fit", tmp_path / "d.h5ad", "--symbol-key", "description", "--criterion",
+                 "loo", "--out", out, "-q")
+    assert result.exit_code == 0, result.stderr
+    genes = pd.read_csv(out / "genes.tsv", sep="\t")
+    assert genes["description"].str.startswith("protein").all()  # shown in the table
+    gmt = (out / "genes.gmt").read_text()
+    assert "protein" not in gmt.split("\t", 2)[2]  # the genes of the sets: identifiers
+    assert "holds descriptions, not symbols" in gmt
+    rnk = pd.read_csv(out / "genes.rnk", sep="\t", header=None)
+    assert len(rnk) == 20  # one row per gene: no description collapsed them
+    assert set(rnk[0]) == set(adata.var_names)

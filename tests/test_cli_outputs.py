@@ -217,8 +217,8 @@ def test_signal_during_commit_waits_until_every_output_is_in_place(tmp_path, swa
         real_rename(src, dst)
         os.kill(os.getpid(), signal.SIGTERM)
 
-    def place_then_signal(tmp, final):
-        previous = real_place(tmp, final)
+    def place_then_signal(tmp, final, **kwargs):
+        previous = real_place(tmp, final, **kwargs)
         os.kill(os.getpid(), signal.SIGTERM)
         return previous
 
@@ -245,3 +245,25 @@ def test_written_lists_what_was_put_in_place(tmp_path, main_thread):
     with signals_raise():
         commit_folder(tmp_path / "res", "new")
         assert written() == [tmp_path / "res"]
+
+
+def test_two_runs_to_one_output_folder_the_first_to_finish_wins(tmp_path):
+    from ardselect_cli._outputs import Transaction
+
+    out = tmp_path / "res"
+    with Transaction() as tx:
+        mine = tx.directory(out, replace=False)  # checked: no folder yet (no --overwrite)
+        (mine / "genes.tsv").write_text("mine\n")
+        out.mkdir()  # another run to the same --out finishes first
+        (out / "genes.tsv").write_text("theirs\n")
+        with pytest.raises(FileExistsError, match="another run wrote the output folder res "
+                           "meanwhile; it was kept"):
+            tx.commit()
+    assert (out / "genes.tsv").read_text() == "theirs\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["res"]  # no temporary left
+    # With --overwrite the last run replaces it.
+    with Transaction() as tx:
+        mine = tx.directory(out, replace=True)
+        (mine / "genes.tsv").write_text("mine\n")
+        tx.commit()
+    assert (out / "genes.tsv").read_text() == "mine\n"

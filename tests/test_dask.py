@@ -1,4 +1,4 @@
-"""The dask path (``pip install ardselect[dask]``) equals the in-memory path on a small on-disk store."""
+"""The dask path (the ``dask`` extra) equals the in-memory path on a small on-disk store."""
 
 import warnings
 

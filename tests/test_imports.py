@@ -1,4 +1,4 @@
-"""The package's modules import one another without a cycle (docs/guide/layout.md).
+"""The package's modules import one another without a cycle (docs/contributing.md).
 
 Two checks: the graph of imports between the package's own modules has no cycle (an import
 deferred into a function counts too: it hides a cycle rather than removing it), and each module,

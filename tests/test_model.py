@@ -342,7 +342,8 @@ def test_data_on_another_scale_are_warned_about():
     # Log values given to a model that logs its input itself: logged twice. All samples come out
     # as one class; the warning says why.
     logged = np.log2(counts + 1.0)
-    with pytest.warns(DataScaleWarning, match=r"another kind of values .*\(log2\(x \+ 1\.0\)"):
+    with pytest.warns(DataScaleWarning, match=r"another kind of values .*\(log2\(x \+ 1\.0\)\) "
+                      r"\d+% of the values of its \d+ gene\(s\) fitted on whole numbers"):
         pred = model.predict(logged)
     assert len(set(pred)) == 1
     with pytest.warns(DataScaleWarning, match="training standard deviations"):
@@ -357,10 +358,11 @@ def test_data_on_another_scale_are_warned_about():
         sparse_model.predict(counts[y == "B"])
     with pytest.warns(DataScaleWarning, match="training standard deviations"):
         sparse_model.predict(logged)
-    # A model written before the training means were kept: its centred genes only.
+    # A model written before the training statistics were kept: its centred genes only.
     def without_means(m):
         data = json.loads(m.to_json())
-        del data["preprocessing"]["mean"]
+        for key in ("mean", "sd", "min", "max", "whole"):
+            del data["preprocessing"][key]
         return PortableModel(data)
 
     with pytest.warns(DataScaleWarning):
@@ -369,6 +371,72 @@ def test_data_on_another_scale_are_warned_about():
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataScaleWarning)
         old_sparse.predict(logged)
+
+
+@pytest.fixture(scope="module")
+def golub_parts():
+    """The bundled Golub data: raw intensities (whole numbers), training and test samples.
+
+    Floored at 100 and capped at 16,000 as in the paper.
+    """
+    from ardselect.datasets import leukaemia
+
+    adata = leukaemia()
+    X = pd.DataFrame(np.clip(np.asarray(adata.X, dtype=np.float64), 100.0, 16000.0),
+                     index=adata.obs_names, columns=adata.var_names)
+    train = (adata.obs["split"] == "train").to_numpy()
+    y = adata.obs["label"].astype(str).to_numpy()
+    return X[train], y[train], X[~train], y[~train]
+
+
+def _golub_model(X, y, log):
+    from ardselect import ARDClassifier
+
+    pre = Preprocessor(log=log).fit(X)
+    est = ARDClassifier(criterion="loo").fit(pre.transform(X), y)
+    return PortableModel.from_estimator(est, pre, list(X.columns), list(est.classes_))
+
+
+def _z_scored(frame):
+    return (frame - frame.mean()) / frame.std(ddof=0).replace(0.0, 1.0)
+
+
+def _quiet(model, frame):
+    """Predict ``frame`` and fail on a DataScaleWarning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataScaleWarning)
+        return model.predict(frame)
+
+
+def test_the_scale_check_warns_on_each_planted_mismatch_and_not_on_held_out_data(golub_parts):
+    Xtr, ytr, Xte, yte = golub_parts
+    log2_tr, log2_te = np.log2(Xtr), np.log2(Xte)
+    raw_model = _golub_model(Xtr, ytr, "log2")  # fitted on raw intensities, logs them itself
+    log_model = _golub_model(log2_tr, ytr, "none")  # fitted on log2 values
+    # Intensities that are not whole numbers (MAS5 signal, say): the whole-number rule is silent.
+    frac_model = _golub_model(Xtr * 1.01, ytr, "log2")
+    # Data of the training scale: the held-out samples, one class of them, one sample alone.
+    for model, test in ((raw_model, Xte), (log_model, log2_te), (frac_model, Xte * 1.01)):
+        _quiet(model, test)
+        _quiet(model, test[yte == "AML"])
+        _quiet(model, test.iloc[:1])
+    planted = {
+        "raw vs log2": (raw_model, log2_te, "fitted on whole numbers"),
+        "raw (fractions) vs log2": (frac_model, np.log2(Xte * 1.01), "outside the training range"),
+        "log2 vs log10": (log_model, np.log10(Xte), "training standard deviations"),
+        "log vs z-scored": (log_model, _z_scored(log2_te), "training standard deviations"),
+    }
+    for case, (model, test, pattern) in planted.items():
+        with pytest.warns(DataScaleWarning, match=pattern):
+            model.predict(test)
+        with pytest.warns(DataScaleWarning, match=pattern):  # one sample is enough
+            model.predict(test.iloc[:1])
+        assert case
+    # Counts given as log1p counts to a model fitted on counts.
+    model, counts, y = _counts_model()
+    _quiet(model, counts)
+    with pytest.warns(DataScaleWarning, match="fitted on whole numbers"):
+        model.predict(np.log1p(counts))
 
 
 def test_calibration_offset_is_read_checked_and_applied():
@@ -384,3 +452,29 @@ def test_calibration_offset_is_read_checked_and_applied():
     data["problems"][0]["offset"] = "abc"
     with pytest.raises(ModelError, match=r"problems\[0\]\.offset must be a finite number"):
         PortableModel(data)
+
+
+def test_an_intercept_only_model_predicts_the_class_frequencies():
+    from ardselect import ARDClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 5))  # no gene carries the labels
+    y = np.repeat(["a", "b"], [20, 10])
+    pre = Preprocessor(log="none").fit(X)
+    est = ARDClassifier(random_state=0).fit(pre.transform(X), y)
+    model = PortableModel.from_estimator(est, pre, [f"g{j}" for j in range(5)],
+                                         list(est.classes_))
+    assert model.features == []
+    proba = model.predict_proba(pd.DataFrame(X[:4], columns=[f"g{j}" for j in range(5)]))
+    np.testing.assert_allclose(proba.to_numpy(), est.predict_proba(pre.transform(X[:4])))
+    assert (proba["a"] > 0.5).all()
+
+
+def test_a_model_refusing_values_its_log_cannot_take_names_no_option_of_fit():
+    model, counts, _ = _counts_model()
+    z_scored = (counts - counts.mean()) / counts.std()
+    with pytest.raises(DataError, match=r"cannot take log2 of \d+ value\(s\) <= -1 .*the model "
+                       r"takes log2\(x \+ 1\) of its input.*same kind of values") as err:
+        model.predict(z_scored)
+    assert "floor" not in str(err.value)
+    assert "--log" not in str(err.value)

@@ -269,12 +269,16 @@ def test_calibration_table_counts_and_ece():
     })
     t = calibration_table(pred, n_bins=5)
     loo = t[t.criterion == "loo"]
+    # five bins on [0, 1], as the ECE's: 0.55 and 0.58 share [0.4, 0.6), 0.95 and 0.97 [0.8, 1]
     assert loo["n"].tolist() == [2, 2]
+    assert loo["bin_low"].tolist() == pytest.approx([0.4, 0.8])
     assert loo["accuracy"].tolist() == [0.5, 1.0]
-    # ECE = sum_b (n_b / n) |conf_b - acc_b|, computed by hand
+    # ECE = sum_b (n_b / n) |conf_b - acc_b|, computed by hand, and the one ECE definition
     expected = 0.5 * abs(0.565 - 0.5) + 0.5 * abs(0.96 - 1.0)
     assert loo["ece"].iloc[0] == pytest.approx(expected)
-    assert t.loc[t.criterion == "evidence", "bin_low"].tolist() == pytest.approx([0.6, 0.9])
+    assert loo["ece"].iloc[0] == expected_calibration_error(
+        pred["confidence"][:4], pred["correct"][:4], n_bins=5)
+    assert t.loc[t.criterion == "evidence", "bin_low"].tolist() == pytest.approx([0.6, 0.8])
 
 
 def test_selection_frequency_and_jaccard_by_hand():
@@ -371,6 +375,52 @@ def test_summary_separates_miscalibration_from_sampling_noise():
                                    "prob_a": 1 - p, "prob_b": p}))
     s = summarize(pd.DataFrame(rows), pd.concat(preds)).set_index("method")
     cal, over = s.loc["calibrated"], s.loc["overconfident"]
-    assert cal["ece_pooled"] < cal["ece_pooled_calibrated_q95"]
-    assert over["ece_pooled"] > 2 * over["ece_pooled_calibrated_q95"]
+    assert cal["ece"] < cal["ece_if_calibrated_q95"]
+    assert over["ece"] > 2 * over["ece_if_calibrated_q95"]
     assert over["confidence_gap"] > 0.05 > abs(cal["confidence_gap"])
+
+
+def _batch_on_another_scale(X, transform):
+    """``X`` with every third sample replaced by ``transform`` of it (a batch of another kind)."""
+    out = X.copy()
+    out[::3] = transform(X[::3])
+    return out
+
+
+def test_evaluate_warns_about_samples_on_another_scale():
+    import warnings
+
+    from ardselect.datasets import leukaemia
+    from ardselect.model import DataScaleWarning
+    from ardselect.preprocessing import Preprocessor
+
+    adata = leukaemia()
+    raw = np.clip(np.asarray(adata.X, dtype=np.float64), 100.0, 16000.0)
+    y = adata.obs["label"].astype(str).to_numpy()
+    log2 = np.log2(raw)
+    rng = np.random.default_rng(0)
+    counts = rng.poisson(np.tile(rng.gamma(2.0, 20.0, size=200), (72, 1))).astype(float)
+
+    def z_scored(block):
+        return (block - block.mean(axis=0)) / np.where(block.std(axis=0) > 0, block.std(axis=0), 1)
+
+    methods = {"L2": LogisticRegression(max_iter=200)}
+
+    def run(X, log):
+        return evaluate(X, y, methods, preprocessor=Preprocessor(log=log), n_splits=1)
+
+    cases = {  # (training kind, the batch's kind): (data, the preprocessor's log)
+        "raw vs log2": (_batch_on_another_scale(raw, np.log2), "log2"),
+        "log2 vs log10": (_batch_on_another_scale(log2, lambda b: b * np.log10(2.0)), "none"),
+        "log vs z-scored": (_batch_on_another_scale(log2, z_scored), "none"),
+        "counts vs log1p": (_batch_on_another_scale(counts, np.log1p), "auto"),
+    }
+    for (X, log) in cases.values():
+        with pytest.warns(DataScaleWarning, match=r"24 of the 72 samples \(patient_1, patient_4"):
+            evaluate(X, y, methods, preprocessor=Preprocessor(log=log), n_splits=1,
+                     sample_ids=adata.obs_names.to_numpy())
+    # The same data, every sample of one kind: no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataScaleWarning)
+        for X, log in ((raw, "log2"), (log2, "none"), (counts, "auto")):
+            run(X, log)

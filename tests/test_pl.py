@@ -141,7 +141,7 @@ def test_figures_ask_for_the_plot_extra_without_matplotlib(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now fails
     table = pd.DataFrame({"class": ["b"], "step": [0], "log_evidence": [-9.0], "loo_error": [0.2],
                           "loo_prob_error": [0.2], "n_features": [1], "chosen": [True]})
-    with pytest.raises(ImportError, match=r"pip install 'ardselect\[plot\]'"):
+    with pytest.raises(ImportError, match=r"pip install matplotlib \(the plot extra\)"):
         pl.path(table)
 
 
@@ -185,3 +185,14 @@ def test_frontier_marks_the_chosen_and_the_one_se_sizes():
     labels = [t.get_text() for t in top.get_legend().get_texts()]
     assert labels == ["chosen size", "smallest within 1 s.e.", "+-1 standard error"]
     assert fig.axes[1].get_xticklabels()[0].get_text() == "0"  # the intercept alone
+
+
+def test_certainty_labels_the_sign_of_genes_outside_the_model_by_their_direction():
+    from ardselect.pl import _sign_labels
+
+    table = pd.DataFrame({"weight": [0.8, -0.5, 0.0, 0.0, 0.0],
+                          "z": [3.0, -2.0, -1.2, 0.7, np.nan],
+                          "t_stat": [4.0, -3.0, -2.0, 1.0, -0.5]})
+    assert _sign_labels(table).tolist() == ["w>0", "w<0", "w<0", "w>0", "w<0"]
+    # An estimator's own table names the weight "mean".
+    assert _sign_labels(table.rename(columns={"weight": "mean"})).tolist()[2] == "w<0"

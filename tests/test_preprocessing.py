@@ -141,3 +141,13 @@ def test_preprocessor_nan():
     X = np.array([[1.0, np.nan], [2.0, 3.0]])
     with pytest.raises(DataError, match="NaN"):
         Preprocessor().fit(X)
+
+
+def test_a_gene_constant_up_to_rounding_is_dropped_as_constant():
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.normal(size=10) + 5.0,
+                         np.where(np.arange(10) % 2 == 0, 0.3, 0.1 + 0.2),
+                         np.full(10, 2.0)])
+    pre = Preprocessor(log="none").fit(X)
+    assert pre.keep_.tolist() == [True, False, False]
+    assert pre.n_dropped_ == 2

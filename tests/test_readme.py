@@ -62,8 +62,8 @@ def test_readme_quick_start_commands_exist():
 def test_readme_keeps_the_benchmark_table_and_its_links():
     text = README.read_text()
     start, end = text.index("<!-- BENCHMARK-TABLE -->"), text.index("<!-- /BENCHMARK-TABLE -->")
-    assert "| data set | ardselect error % / genes / log-loss | L1-logistic | elastic net |" in (
-        text[start:end])
+    assert ("| data set | ardselect error % / genes / log-loss | L1-logistic | elastic net | "
+            "top-k t-test + L2 |") in text[start:end]
     for link in re.findall(r"\]\(((?:docs/)?[^)#:]+\.(?:md|cff))\)", text):
         assert (ROOT / link).is_file(), link
 
@@ -77,3 +77,9 @@ def test_vignette_output_is_ignored_by_git():
     assert writers
     for p in writers:
         assert 'os.environ.get("ARDSELECT_VIGNETTE_OUT", "vignette_output")' in p.read_text()
+
+
+def test_readme_installs_from_a_clone_not_from_an_index():
+    install = section("Install")
+    assert "pip install '.[plot]'" in install
+    assert "pip install 'ardselect[plot]'" not in README.read_text()

@@ -70,7 +70,7 @@ def test_layout_and_scores_follow_the_ranked_table(multi):
         assert sel[:k].all()  # genes in the model first,
         assert not sel[k:].any()  # the others after them,
         assert names[k:] == table.index[~table["selected"]].tolist()  # in ardselect's rank order
-        z = (table["mean"] / table["sd"]).loc[names[:k]].to_numpy()
+        z = (table["weight"] / table["weight_sd"]).loc[names[:k]].to_numpy()
         np.testing.assert_allclose(rec["scores"][g][:k], z)
         assert np.all(np.diff(rec["scores"][g][:k]) <= 0)
         assert np.all(rec["scores"][g][k:] == 0)

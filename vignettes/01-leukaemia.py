@@ -99,7 +99,7 @@ ardselect.rank_genes(
 )
 genes = ardselect.get.ranked_genes_df(train, selected_only=True)
 print(f"{len(genes)} genes selected out of {train.n_vars}")
-print(genes[["rank", "gene", "description", "mean", "sd"]].head(15).to_string(index=False))
+print(genes[["rank", "gene", "description", "weight", "weight_sd"]].head(15).to_string(index=False))
 
 # %% [markdown]
 # **Biology, briefly.** A good list should contain myeloid genes on the AML side (positive
@@ -114,7 +114,7 @@ ranked = ardselect.get.ranked_genes_df(train)
 for probe, name in [("M23197_at", "CD33"), ("X95735_at", "zyxin")]:
     row = ranked[ranked["gene"] == probe].iloc[0]
     print(f"{name} ({probe}): rank {row['rank']}, selected {bool(row['selected'])}, "
-          f"weight {row['mean']:+.2f} +- {row['sd']:.2f}")
+          f"weight {row['weight']:+.2f} +- {row['weight_sd']:.2f}")
 
 # %% [markdown]
 # ## 4. The path

@@ -96,7 +96,7 @@ ardselect.rank_genes(adata, "bulk_labels", positive="CD19+ B", use_raw=True, key
 print(adata.uns["bcell"]["preprocessing"]["description"])
 b = ardselect.get.ranked_genes_df(adata, "bcell", selected_only=True)
 print(f"{len(b)} genes selected")
-print(b[["rank", "gene", "mean", "sd"]].head(12).to_string(index=False))
+print(b[["rank", "gene", "weight", "weight_sd"]].head(12).to_string(index=False))
 
 # %% [markdown]
 # **Reading the list.** Positive weights mark genes higher in B cells: CD79A (Ig-alpha, part of the
@@ -113,7 +113,7 @@ print("known B-cell genes among the 765:", present)
 print("of those, selected by ARD:", sorted(sel & set(present)))
 if "rank_genes_groups" in adata.uns:
     scanpy_top = [str(g) for g in adata.uns["rank_genes_groups"]["names"]["CD19+ B"][:20]]
-    ard_top = b.loc[b["mean"] > 0, "gene"].head(20).tolist()
+    ard_top = b.loc[b["weight"] > 0, "gene"].head(20).tolist()
     print("scanpy logreg top 20:", scanpy_top)
     print("ARD positive-weight genes:", ard_top)
     print("shared:", sorted(set(scanpy_top) & set(ard_top)))
@@ -137,7 +137,7 @@ train_idx, test_idx = train_test_split(
 train, test = cells[train_idx].copy(), cells[test_idx].copy()
 ardselect.rank_genes(train, "cell_type", use_raw=True, key_added="markers")
 markers = ardselect.get.ranked_genes_df(train, "markers", selected_only=True)
-panel = markers[markers["mean"] > 0].groupby("class", sort=False).head(5)
+panel = markers[markers["weight"] > 0].groupby("class", sort=False).head(5)
 print(panel.groupby("class", sort=False)["gene"].apply(", ".join).to_string())
 
 # %%

@@ -99,7 +99,7 @@ print("dotplot:", OUT / "markers_dotplot.png")
 # carries a signal that other genes in the panel already carry.
 
 # %%
-cols = ["class", "gene", "direction", "mean", "sd", "log_bf", "p_sign", "log_bf_marginal",
+cols = ["class", "gene", "direction", "weight", "weight_sd", "log_bf", "p_sign", "log_bf_marginal",
         "cv_frequency"]
 print(ranked[ranked["selected"]].groupby("class", sort=False).head(4)[cols]
       .to_string(index=False, float_format=lambda v: f"{v:.3g}"))
