@@ -137,7 +137,7 @@ def test_var_columns_hold_each_genes_own_values(fitted):
     ranked = ardselect.get.ranked_genes_df(fitted).set_index("gene")
     var = fitted.var
     assert list(var.index) == HVG
-    for column, field in [("rank", "rank"), ("weight", "mean"), ("weight_sd", "sd"),
+    for column, field in [("rank", "rank"), ("weight", "weight"), ("weight_sd", "weight_sd"),
                           ("selected", "selected"), ("t_stat", "t_stat"),
                           ("log_bf_marginal", "log_bf_marginal")]:
         np.testing.assert_array_equal(var[f"ardselect_{column}"].to_numpy(),
@@ -165,7 +165,7 @@ def test_varm_columns_by_name_with_more_classes():
         np.testing.assert_array_equal(adata.varm["ardselect_rank"][:, k],
                                       block.loc[HVG, "rank"].to_numpy())
         np.testing.assert_array_equal(adata.varm["ardselect_weight"][:, k],
-                                      block.loc[HVG, "mean"].to_numpy())
+                                      block.loc[HVG, "weight"].to_numpy())
 
 
 def test_evaluate_on_raw_through_the_same_decision():
