@@ -271,3 +271,17 @@ def test_conditional_inclusion_tracks_bootstrap_selection_frequency_on_planted_g
     assert freq[2] >= 0.75
     assert spearmanr(pip, freq).statistic > 0.5
     assert pip.iloc[3:].mean() < 0.3
+
+
+def test_inclusion_certainty_by_gene_blocks_equals_one_table(rng, monkeypatch):
+    """Genes are independent: blocks of genes give the one-table result bit for bit."""
+    import ardselect._certainty as certainty
+
+    s = rng.exponential(size=1000) * 10.0
+    q = rng.normal(size=1000) * 5.0
+    whole = inclusion_certainty(s, q, 1e3)
+    monkeypatch.setattr(certainty, "_GENE_BLOCK", 97)
+    blocks = inclusion_certainty(s, q, 1e3)
+    for a, b in zip(whole, blocks, strict=True):
+        assert a.shape == (1000,)
+        np.testing.assert_array_equal(a, b)
