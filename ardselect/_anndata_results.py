@@ -106,7 +106,9 @@ def _with_directions(ranked, lfc, gene_names, classes, positive):
     ranked["direction"] = np.where(t > 0, "up", np.where(t < 0, "down", ""))
     w = ranked["mean"].to_numpy(float)
     opposite = ranked["selected"].to_numpy(bool) & (np.sign(w) * np.sign(t) < 0)
-    ranked["note"] = np.where(opposite, OPPOSITE_NOTE, "")
+    note = np.full(len(ranked), "", dtype=object)  # (not a fixed-width array of the long note)
+    note[opposite] = OPPOSITE_NOTE
+    ranked["note"] = note
     return ranked
 
 
