@@ -247,7 +247,6 @@ def _rank_core(
         msg = (f"{pre.n_dropped_} gene(s) are constant (e.g. {shown}); drop them or pass "
                "constant_features='warn' or 'ignore'")
         raise DataError(msg)
-    Z = pre.transform(X)
     kept = np.flatnonzero(pre.keep_)
     kept_names = gene_names[kept]
 
@@ -258,13 +257,20 @@ def _rank_core(
         if max_steps is not None:
             params["max_steps"] = int(max_steps)
         est = ARDClassifier(criterion=criterion, **params)
+    # The estimator fits the stratified sketch of max_samples only: take its rows first and
+    # transform those (the preprocessing statistics above come from every sample).
+    X_fit, codes_fit, groups_fit, fit_rows = _rows_to_fit(est, X, codes, groups)
+    Z = pre.transform(X_fit)
+    del X_fit
     code_to_label = {str(i): str(c) for i, c in enumerate(classes)}
     with _relabel_progress(code_to_label), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if spikeslab:
-            est.fit(Z, codes)
+            est.fit(Z, codes_fit)
         else:
-            est.fit(Z, codes, groups=groups, covariates=covariates)
+            if covariates is not None and fit_rows is not None:
+                covariates = np.asarray(covariates)[fit_rows]
+            est.fit(Z, codes_fit, groups=groups_fit, covariates=covariates)
     for w in caught:
         # The estimator names classes by their integer codes ("class 9"); name them by their
         # labels. Only "class <code>" is rewritten, so other numbers (max_steps=2000) stay.
@@ -286,7 +292,7 @@ def _rank_core(
     ranked = est.ranked_features().rename(columns=GENE_TABLE_RENAMES)
     if spikeslab:
         # Welch's t of each gene, the problem's class against the rest, as ARD's table has it.
-        t_stat = {c: class_contrast(Z, codes == int(c)) for c in dict.fromkeys(ranked["class"])}
+        t_stat = {c: class_contrast(Z, codes_fit == int(c)) for c in dict.fromkeys(ranked["class"])}
         ranked["t_stat"] = np.concatenate([
             t_stat[c][[column[str(f)] for f in block["feature"]]]
             for c, block in ranked.groupby("class", sort=False)])
@@ -383,7 +389,31 @@ def _rank_core(
         estimator=est,
         model=model,
         dropped=dropped,
+        fit_rows=fit_rows,
     )
+
+
+def _rows_to_fit(est, X, codes, groups):
+    """The rows the estimator fits: ``(X, codes, groups, rows)``, ``rows`` None for every row.
+
+    With ``max_samples`` below the number of in-memory samples, the stratified sketch the
+    estimator would draw (:func:`ardselect._rows.sketch`, its parameters and ``groups`` checked
+    first, as its ``fit`` checks them); the estimator then fits those rows as given. Otherwise
+    everything, sketched (or not) by the estimator itself (a dask array gathers only its sketch).
+    """
+    from ._constraints import check_params
+    from ._cv import check_groups
+    from ._rows import sketch
+
+    max_samples = getattr(est, "max_samples", None)
+    if max_samples is None or is_dask(X):
+        return X, codes, groups, None
+    check_params(est)
+    groups = check_groups(groups, codes, est.criterion)
+    X, codes_fit, rows = sketch(X, codes, max_samples)
+    if rows is None:
+        return X, codes, groups, None
+    return X, codes_fit, None if groups is None else groups[rows], rows
 
 
 #: The values of a gene dropped before the fit (constant): out of the model, no evidence either

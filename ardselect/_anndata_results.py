@@ -54,6 +54,7 @@ class RankResult:
     hyper: pd.DataFrame | None = None  # _HYPER_COLUMNS (spike-slab only)
     cv_groups: pd.DataFrame | None = None  # ARDClassifier.cv_groups_ (ARD with groups only)
     covariates: pd.DataFrame | None = None  # the covariates' weights (ARD with covariates only)
+    fit_rows: np.ndarray | None = None  # rows of the stratified sketch fitted; None: every row
 
 
 def _table_to_uns(df: pd.DataFrame) -> dict:
@@ -106,7 +107,9 @@ def _with_directions(ranked, lfc, gene_names, classes, positive):
     ranked["direction"] = np.where(t > 0, "up", np.where(t < 0, "down", ""))
     w = ranked["weight"].to_numpy(float)
     opposite = ranked["selected"].to_numpy(bool) & (np.sign(w) * np.sign(t) < 0)
-    ranked["note"] = np.where(opposite, OPPOSITE_NOTE, "")
+    note = np.full(len(ranked), "", dtype=object)  # (not a fixed-width array of the long note)
+    note[opposite] = OPPOSITE_NOTE
+    ranked["note"] = note
     return ranked
 
 
@@ -153,8 +156,17 @@ def _log_fold_changes(X, labels, pre: Preprocessor, *, log1p_base=None) -> dict:
     return out
 
 
+#: Stored entries per block of rows when a sparse matrix is summed by class (:func:`_class_sums`).
+_SUM_ENTRIES = 1 << 20
+
+
 def _class_sums(pre: Preprocessor, codes, n_classes, X, start):
     """Per-class sums of the log-scale rows ``X`` (labels ``codes[start:]``), counts, minimum."""
+    rows = codes[start:start + X.shape[0]]
+    keeps_sparse = not ((pre.floor is not None and pre.floor > 0)
+                        or (pre.cap is not None and pre.cap < 0))
+    if sp.issparse(X) and (pre.log_ == "none" or keeps_sparse):
+        return _sparse_class_sums(pre, rows, n_classes, X)
     if pre.log_ == "none":
         L = X
     else:
@@ -166,12 +178,40 @@ def _class_sums(pre: Preprocessor, codes, n_classes, X, start):
             L = np.log1p(np.asarray(L, dtype=np.float64))
     values = L.data if sp.issparse(L) else np.asarray(L)
     lowest = float(np.min(values)) if values.size else 0.0
-    rows = codes[start:start + X.shape[0]]
     onehot = sp.csr_matrix((np.ones(rows.size), (rows, np.arange(rows.size))),
                            shape=(n_classes, rows.size))
     sums = onehot @ L
     sums = sums.toarray() if sp.issparse(sums) else np.asarray(sums)
     return sums, np.bincount(rows, minlength=n_classes), lowest
+
+
+def _sparse_class_sums(pre: Preprocessor, rows, n_classes, X):
+    """:func:`_class_sums` of a sparse ``X`` a block of rows at a time, without a copy of it.
+
+    Each class's sum of a gene is accumulated sample after sample in row order, in float64,
+    as the product of the class indicator matrix with the log-scale matrix accumulates it, so the
+    sums are those of that product, bit for bit.
+    """
+    X = sp.csr_matrix(X)
+    n_genes = X.shape[1]
+    sums = np.zeros((n_classes, n_genes))
+    flat = sums.reshape(-1)
+    lowest, any_value = np.inf, False
+    step = max(1, int(_SUM_ENTRIES * X.shape[0] // max(X.nnz, 1)))
+    for r0 in range(0, X.shape[0], step):
+        B = X[r0:r0 + step]
+        if pre.log_ == "none":
+            values = B.data.astype(np.float64)
+        else:
+            values = pre._clip(B, pre.floor, pre.cap).data.astype(np.float64)
+            np.log1p(values, out=values)
+        if values.size:
+            any_value = True
+            lowest = min(lowest, float(np.min(values)))
+        cls = np.repeat(rows[r0:r0 + step].astype(np.int64), np.diff(B.indptr))
+        np.add.at(flat, cls * n_genes + B.indices, values)
+    counts = np.bincount(rows, minlength=n_classes)
+    return sums, counts, lowest if any_value else 0.0
 
 
 def _add_sums(a, b):
@@ -294,13 +334,20 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
         **({"covariates": _table_to_uns(result.covariates)}
            if result.covariates is not None and len(result.covariates) else {}),
         # Samples the model was fitted on: all of them, or the stratified sketch (max_samples).
-        "n_fit_samples": int(adata.n_obs if getattr(result.estimator, "sketch_", None) is None
-                             else len(result.estimator.sketch_)),
+        "n_fit_samples": int(_n_fit_samples(result, adata.n_obs)),
         # Passes over the chunks of a lazily read X fitted exactly (0: the fit held its rows).
         "n_store_passes": int(getattr(result.estimator, "_n_passes", 0)),
         "preprocessing": _preprocessing_record(result, symbol_key),
         "model_json": result.model.to_json(),
     }
+
+
+def _n_fit_samples(result: RankResult, n_obs: int) -> int:
+    """How many samples the model was fitted on: every one, or those of the stratified sketch."""
+    if result.fit_rows is not None:
+        return len(result.fit_rows)
+    rows = getattr(result.estimator, "sketch_", None)
+    return n_obs if rows is None else len(rows)
 
 
 def _preprocessing_record(result: RankResult, symbol_key) -> dict:

@@ -37,6 +37,18 @@ def _stored(adata, key: str) -> dict:
     return adata.uns[key]
 
 
+def _str_objects(values: np.ndarray) -> np.ndarray:
+    """``values.astype(str).astype(object)``, without its fixed-width copy when they are strings.
+
+    A column of a few long strings (the notes) repeated over every gene and class would otherwise
+    take its longest string's width in every row.
+    """
+    if values.dtype.kind == "O" and all(type(v) is str and not v.endswith("\x00")
+                                        for v in values.ravel()):
+        return values.copy()
+    return values.astype(str).astype(object)
+
+
 def _uns_to_table(stored: dict) -> pd.DataFrame:
     columns = [str(c) for c in np.asarray(stored["columns"]).tolist()]
     data = {}
@@ -46,7 +58,7 @@ def _uns_to_table(stored: dict) -> pd.DataFrame:
             data[col] = pd.array(np.where(values < 0, -1, values), dtype="Int64")
             data[col][values < 0] = pd.NA
         elif values.dtype.kind in "OSU":
-            data[col] = values.astype(str).astype(object)
+            data[col] = _str_objects(values)
         else:
             data[col] = values
     return pd.DataFrame(data, columns=columns)

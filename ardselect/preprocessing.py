@@ -21,7 +21,12 @@ from sklearn.base import BaseEstimator, TransformerMixin
 
 from ._constraints import Interval, Options, ParameterError, SklearnConstraints, check_params
 from ._lazy import combine_moments, is_dask, moments, reduce_rows
-from ._validation import check_design, constant_columns, nonfinite_message
+from ._validation import (
+    check_design,
+    check_sparse_values,
+    constant_columns,
+    nonfinite_message,
+)
 from .exceptions import DataError
 
 __all__ = ["LOG_CHOICES", "Preprocessor", "auto_log"]
@@ -53,6 +58,45 @@ AUTO_INTEGER_GENES = 0.5
 #: rounding of its values, and dropped as constant.
 ROUNDING_NOISE = 1e-12
 _BLOCK = 512  # genes per block when scanning a dense matrix (bounded temporary memory)
+
+
+#: Stored entries per gene block when a sparse matrix is fitted gene block by gene block
+#: (:meth:`Preprocessor._fit_gene_blocks`): a 32nd of the matrix, at most this many. A block's
+#: working copies take about 50 bytes an entry, a tenth of the matrix (8 bytes an entry as
+#: float32 values with int32 indices) for the block of a 32nd.
+_BLOCK_ENTRIES = 1 << 22
+
+
+def _by_gene_blocks(X, floor, cap) -> bool:
+    """Whether ``fit`` takes ``X`` gene block by gene block: a CSR matrix that clipping keeps sparse.
+
+    Canonical CSR only (sorted column indices, no duplicates), so that every block holds each
+    gene's values in the order the whole-matrix route (CSR to CSC) gives them.
+    """
+    if not (sp.issparse(X) and X.format == "csr" and X.ndim == 2 and 0 not in X.shape):
+        return False
+    if (floor is not None and floor > 0) or (cap is not None and cap < 0):
+        return False  # implicit zeros change: the whole-matrix route densifies
+    return bool(X.has_canonical_format)
+
+
+def _gene_blocks(X) -> list[tuple[int, int]]:
+    """Consecutive gene ranges ``(start, stop)`` of a CSR ``X`` holding about a block of entries each."""
+    n_genes = X.shape[1]
+    budget = max(min(_BLOCK_ENTRIES, X.nnz // 32), 1)
+    counts = np.zeros(n_genes, dtype=np.int64)
+    for start in range(0, X.nnz, budget):  # per-gene counts without an index array of X's size
+        counts += np.bincount(X.indices[start:start + budget], minlength=n_genes)
+    ends = np.searchsorted(np.cumsum(counts), np.arange(budget, X.nnz, budget), side="right")
+    edges = np.unique(np.concatenate([[0], np.maximum(ends, 1), [n_genes]]))
+    return list(zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True))
+
+
+def _csc_block(X, start, stop):
+    """Genes ``start:stop`` of a CSR ``X`` as :func:`check_design` gives a matrix: float64, CSC."""
+    B = X[:, start:stop].tocsc().astype(np.float64, copy=False)
+    B.sort_indices()
+    return B
 
 
 def _gene_stats(X) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -271,6 +315,11 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             feature_names = X.columns
         if is_dask(X):
             return self._fit_lazy(X, feature_names)
+        if _by_gene_blocks(X, self.floor, self.cap):
+            X = check_sparse_values(X, estimator_name="Preprocessor")
+            self._set_names(X.shape[1], feature_names)
+            if self._fit_gene_blocks(X):
+                return self
         X = check_design(X, estimator_name="Preprocessor")
         self._set_names(X.shape[1], feature_names)
         clipped = self._clip(X, self.floor, self.cap)
@@ -283,6 +332,42 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         Z = self._log(clipped, self.log_, self.pseudocount_)
         return self._set_scaling(~constant_columns(Z), sp.issparse(Z),
                                  lambda keep: _mean_var(Z[:, keep]), (lo, hi, whole))
+
+    def _fit_gene_blocks(self, X) -> bool:
+        """``fit`` of a CSR matrix gene block by gene block, without a copy of the whole matrix.
+
+        Each block of genes is taken as :func:`check_design` would give it (float64, CSC) and goes
+        through the steps of ``fit``, so every per-gene statistic is the one of the whole-matrix
+        route, bit for bit: a first pass gives the minima, maxima and integer flags (the log
+        decision), a second the constant genes and the moments after the log. Returns False,
+        having set nothing but the names, when the chosen log would make the matrix dense
+        (a pseudocount other than 1); ``fit`` then takes the whole-matrix route.
+        """
+        blocks = _gene_blocks(X)
+        lo, hi, integer = (np.concatenate(a) for a in zip(
+            *(_gene_stats(self._clip(_csc_block(X, start, stop), self.floor, self.cap))
+              for start, stop in blocks),
+            strict=True))
+        if self.log == "auto":
+            self.log_, self.log_reason_ = _auto_decision(lo, hi, integer)
+        else:
+            self.log_, self.log_reason_ = self.log, "requested"
+        self._check_log_domain(lo)
+        if self.log_ != "none" and self.pseudocount_ != 1.0:
+            return False
+        keep, mean, var = [], [], []
+        for start, stop in blocks:
+            Z = self._log(self._clip(_csc_block(X, start, stop), self.floor, self.cap), self.log_,
+                          self.pseudocount_)
+            keep.append(~constant_columns(Z))
+            m, v = _mean_var(Z[:, keep[-1]])
+            mean.append(m)
+            var.append(v)
+        keep = np.concatenate(keep)
+        self._set_scaling(keep, sparse=True,
+                          mean_var=lambda kept: (np.concatenate(mean), np.concatenate(var)),
+                          ranges=(lo, hi, integer))
+        return True
 
     def _set_scaling(self, keep, sparse, mean_var, ranges):
         """``keep_``, ``n_dropped_``, ``sparse_``, ``center_``, ``scale_`` (the end of ``fit``).
@@ -401,12 +486,50 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         check_is_fitted(self, "keep_")
         if is_dask(X):
             return self._transform_lazy(X)
+        given = X
         X = check_design(X, estimator_name="Preprocessor")
         if X.shape[1] != self.n_features_in_:
             msg = f"X has {X.shape[1]} genes but the preprocessor was fitted on {self.n_features_in_}"
             raise DataError(msg)
+        if self._in_place(X, given):
+            return self._transform_in_place(X)
         Z = self._steps(X, self.log_)[:, self.keep_]
         return self._standardize(Z, self.center_, self.scale_)
+
+    def _in_place(self, X, given) -> bool:
+        """Whether ``transform`` may work on the values of the checked sparse ``X`` in place.
+
+        ``X`` must be a copy (``check_design`` converted ``given``) and every step must keep it
+        sparse: a clip that leaves zeros at zero, a ``log1p``-type log, no centring.
+        """
+        if not sp.issparse(X) or np.any(self.center_ != 0):
+            return False
+        if (self.floor is not None and self.floor > 0) or (self.cap is not None and self.cap < 0):
+            return False
+        if self.log_ != "none" and self.pseudocount_ != 1.0:
+            return False
+        given_data = getattr(given, "data", None)
+        return not (isinstance(given_data, np.ndarray) and np.shares_memory(X.data, given_data))
+
+    def _transform_in_place(self, X):
+        """``transform``'s steps on the values of a CSC ``X`` that is ours, each as ``transform`` does it.
+
+        The same operations on the same stored values as :meth:`_clip`, :meth:`_log` and
+        :meth:`_standardize`, hence the same result, bit for bit, with one copy (the kept genes).
+        """
+        v = X.data
+        if self.floor is not None or self.cap is not None:
+            np.clip(v, self.floor, self.cap, out=v)
+        if self.log_ != "none":
+            if v.size and float(v.min()) + self.pseudocount_ <= 0:
+                self._log(X, self.log_, self.pseudocount_)  # raises its DataError
+            base = {"log2": 2.0, "log10": 10.0, "ln": math.e}[self.log_]
+            np.log1p(v, out=v)
+            v /= math.log(base)
+        Z = X[:, self.keep_]
+        del X, v
+        Z.data *= np.repeat(1.0 / self.scale_, np.diff(Z.indptr))
+        return Z
 
     def _transform_lazy(self, X):
         """``transform`` of a dask array: the same steps chunk by chunk, lazily (CSR chunks stay CSR)."""

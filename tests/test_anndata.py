@@ -390,3 +390,55 @@ def test_constant_features_raise_reaches_the_preprocessed_genes(adata_factory):
     with pytest.raises(DataError, match=r"1 gene\(s\) are constant \(e\.g\. 'G2'\); drop them or "
                                         r"pass constant_features='warn' or 'ignore'"):
         ardselect.rank_genes(adata, "label", estimator_params={"constant_features": "raise"})
+
+
+def _sparse_counts(rng, n, p, n_classes):
+    labels = np.repeat([f"type{k}" for k in range(n_classes)], n // n_classes)
+    X = sp.random(n, p, density=0.3, format="csr", dtype=np.float32, random_state=rng,
+                  data_rvs=lambda k: rng.poisson(3.0, k) + 1.0).toarray()
+    for k in range(n_classes):  # a marker per class
+        X[labels == f"type{k}", k] += 6.0
+    return sp.csr_matrix(X), labels
+
+
+def test_sketch_rows_are_transformed_and_fitted_as_the_estimator_would(rng):
+    """rank_genes transforms only the sketch's rows; the fit is the estimator's own sketched fit."""
+    from ardselect import ARDClassifier
+    from ardselect.preprocessing import Preprocessor
+
+    X, labels = _sparse_counts(rng, 240, 30, 3)
+    params = {"max_samples": 90, "constant_features": "ignore"}
+    res = _rank_core(X, labels, [f"g{j}" for j in range(30)], criterion="loo",
+                     estimator_params=params)
+    codes = np.unique(labels, return_inverse=True)[1]
+    pre = Preprocessor().fit(X)
+    est = ARDClassifier(criterion="loo", **params).fit(pre.transform(X), codes)
+    np.testing.assert_array_equal(res.fit_rows, est.sketch_)
+    np.testing.assert_array_equal(res.estimator.coef_, est.coef_)
+    np.testing.assert_array_equal(res.estimator.intercept_, est.intercept_)
+    np.testing.assert_array_equal(res.estimator.alpha_, est.alpha_)
+    adata = ad.AnnData(X, obs=pd.DataFrame({"cell_type": labels},
+                                           index=[f"c{i}" for i in range(240)]))
+    ardselect.rank_genes(adata, "cell_type", criterion="loo", estimator_params=params)
+    assert adata.uns["ardselect"]["n_fit_samples"] == 90
+
+
+def test_class_sums_of_a_sparse_matrix_by_row_blocks(rng, monkeypatch):
+    """The fold changes' class sums, a block of rows at a time, equal the whole product bit for bit."""
+    import ardselect._anndata_results as results
+    from ardselect.preprocessing import Preprocessor
+
+    X, _ = _sparse_counts(rng, 300, 40, 3)
+    X.data += rng.random(X.nnz).astype(np.float32)  # fractions: rounding shows in the sums
+    codes = rng.integers(0, 3, 300)
+    monkeypatch.setattr(results, "_SUM_ENTRIES", 97)
+    for params in ({}, {"log": "none"}, {"cap": 4.0}):
+        pre = Preprocessor(**params).fit(X)
+        sums, counts, lowest = results._class_sums(pre, codes, 3, X, 0)
+        L = X.astype(np.float64)
+        if pre.log_ != "none":
+            L.data = np.log1p(np.clip(L.data, pre.floor, pre.cap))
+        onehot = sp.csr_matrix((np.ones(300), (codes, np.arange(300))), shape=(3, 300))
+        np.testing.assert_array_equal(sums, (onehot @ L).toarray())
+        np.testing.assert_array_equal(counts, np.bincount(codes, minlength=3))
+        assert lowest == L.data.min()

@@ -284,3 +284,17 @@ def test_a_column_constant_up_to_rounding_has_no_t_and_no_difference():
     assert diff[0] != 0.0
     assert np.isnan(t[1])
     assert diff[1] == 0.0
+
+
+def test_inclusion_certainty_by_gene_blocks_equals_one_table(rng, monkeypatch):
+    """Genes are independent: blocks of genes give the one-table result bit for bit."""
+    import ardselect._certainty as certainty
+
+    s = rng.exponential(size=1000) * 10.0
+    q = rng.normal(size=1000) * 5.0
+    whole = inclusion_certainty(s, q, 1e3)
+    monkeypatch.setattr(certainty, "_GENE_BLOCK", 97)
+    blocks = inclusion_certainty(s, q, 1e3)
+    for a, b in zip(whole, blocks, strict=True):
+        assert a.shape == (1000,)
+        np.testing.assert_array_equal(a, b)

@@ -151,3 +151,73 @@ def test_a_gene_constant_up_to_rounding_is_dropped_as_constant():
     pre = Preprocessor(log="none").fit(X)
     assert pre.keep_.tolist() == [True, False, False]
     assert pre.n_dropped_ == 2
+
+
+def _counts_csr(rng, n, p, density):
+    """A CSR count matrix (float32, as an h5ad holds one) with a few genes of every kind."""
+    X = sp.random(n, p, density=density, format="csr", dtype=np.float32, random_state=rng,
+                  data_rvs=lambda k: rng.poisson(4.0, k) + 1.0)
+    X = X.tolil()
+    X[:, 0] = 0.0  # an all-zero gene
+    X[:, 1] = 7.0  # a constant gene without zeros
+    X[: n // 2, 2] = 2.5  # a gene with fractions
+    return X.tocsr()
+
+
+@pytest.mark.parametrize("params", [{}, {"log": "none"}, {"log": "log10"}, {"cap": 5.0},
+                                    {"floor": 0.0, "log": "ln"}, {"standardize": False}])
+def test_sparse_fit_by_gene_blocks_equals_the_whole_matrix(params, rng, monkeypatch):
+    import ardselect.preprocessing as module
+
+    X = _counts_csr(rng, 300, 90, 0.2)
+    monkeypatch.setattr(module, "_BLOCK_ENTRIES", 500)
+    assert len(module._gene_blocks(X)) > 5
+    blocks = Preprocessor(**params).fit(X)
+    whole = Preprocessor(**params).fit(X.tocsc())  # CSC input: the whole-matrix route
+    for name in ("log_", "log_reason_", "n_dropped_", "keep_", "center_", "scale_", "sparse_"):
+        np.testing.assert_array_equal(getattr(blocks, name), getattr(whole, name), err_msg=name)
+    if blocks.standardize:
+        np.testing.assert_array_equal(blocks.mean_, whole.mean_)
+    # The statistics are those of the dense matrix (to rounding: the sums run in another order).
+    D = np.clip(X.toarray().astype(np.float64), blocks.floor, blocks.cap)
+    base = {"log2": 2.0, "log10": 10.0, "ln": np.e}.get(blocks.log_)
+    L = D if base is None else np.log1p(D) / np.log(base)
+    np.testing.assert_array_equal(blocks.keep_, np.ptp(L, axis=0) > 0)
+    if blocks.standardize:
+        np.testing.assert_allclose(blocks.mean_, L[:, blocks.keep_].mean(axis=0), rtol=1e-12)
+        np.testing.assert_allclose(blocks.scale_, L[:, blocks.keep_].std(axis=0), rtol=1e-10)
+    # The transform of some rows is the whole transform's rows, bit for bit.
+    rows = np.arange(0, 300, 7)
+    Z, Z_all = blocks.transform(X[rows]), blocks.transform(X)
+    assert Z.format == "csc"
+    np.testing.assert_array_equal(Z.toarray(), Z_all.toarray()[rows])
+
+
+def test_sparse_fit_and_sketch_transform_stay_below_a_matrix_copy(rng):
+    """Fitting a CSR matrix and transforming a tenth of its rows allocate a fraction of it.
+
+    The matrix is float32 with int32 indices; a float64 copy of it alone (or a CSC copy) is 1.5x
+    (or 1x) its size.
+    """
+    import tracemalloc
+
+    X = _counts_csr(rng, 20000, 2000, 0.05)
+    size = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+    rows = np.arange(0, X.shape[0], 10)
+    tracemalloc.start()
+    try:
+        pre = Preprocessor().fit(X)
+        Z = pre.transform(X[rows])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert sp.issparse(Z)
+    assert Z.shape[0] == rows.size
+    assert peak < 0.75 * size, f"peak {peak / size:.2f}x the matrix"
+
+
+def test_sparse_fit_refuses_nan_like_the_whole_matrix_route():
+    X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, np.inf, 1.0], [np.nan, 0.0, 3.0]],
+                               dtype=np.float32))
+    with pytest.raises(DataError, match=r"2 NaN and infinite value\(s\) \(first in column 0\)"):
+        Preprocessor().fit(X)
