@@ -613,7 +613,7 @@ def make_folds(y_idx, n_folds, cv_repeats, random_state, groups=None, *, holdout
     """
     if holdout:
         folds = make_folds(y_idx, n_folds, cv_repeats, random_state, groups)
-        return folds[::n_folds] if groups is None else _first_of_repeats(folds, y_idx.shape[0])
+        return folds[::n_folds] if groups is None else _first_of_repeats(folds)
     from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedGroupKFold
     from sklearn.utils import check_random_state
 
@@ -635,7 +635,7 @@ def make_folds(y_idx, n_folds, cv_repeats, random_state, groups=None, *, holdout
     return folds
 
 
-def _first_of_repeats(folds, n):
+def _first_of_repeats(folds):
     """The first fold of each repeat (its ``offset`` is the repeat's ``r * n``)."""
     out, seen = [], set()
     for tr, te, off in folds:

@@ -32,6 +32,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np
 import pandas as pd
+from covariates import markdown  # benchmarks/ is the script's own folder
 
 N_MARKERS, N_DONOR = 5, 40
 MARKER_FOLD, DONOR_SD = 1.6, 0.6
@@ -104,14 +105,6 @@ def one_replicate(seed, n_donors, cells, n_genes):
                                                & (genes < N_MARKERS + N_DONOR))),
                      "error": error, "seconds": seconds})
     return rows
-
-
-def markdown(table):
-    """A DataFrame as a Markdown table (no extra dependency)."""
-    lines = ["| " + " | ".join(table.columns) + " |",
-             "|" + "|".join(" --- " for _ in table.columns) + "|"]
-    lines += ["| " + " | ".join(map(str, row)) + " |" for row in table.itertuples(index=False)]
-    return "\n".join(lines)
 
 
 def main():
