@@ -45,6 +45,7 @@ _LAZY = {
     "FileFormatError": ".exceptions",
     "MissingFileError": ".exceptions",
     "ModelError": ".exceptions",
+    "ParameterError": ".exceptions",
     "get": ".get",
     "io": ".io",
     "pl": ".pl",

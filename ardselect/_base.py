@@ -112,7 +112,7 @@ class _Chosen:
 class _ARDPathEstimator(SelectorMixin, BaseEstimator):
     """Design -> path -> weights -> ``path_`` for the estimators on the sequential ARD engine.
 
-    Subclasses set ``_parameter_constraints`` (extending :data:`_path_constraints`), build the
+    Subclasses set ``_constraints`` (extending :data:`_path_constraints`), build the
     likelihood adapter, and call, in ``fit``: :meth:`_validate_x`, :meth:`_prepare_design`,
     :meth:`_run_path` per problem, :meth:`_set_weights` and :meth:`_path_frame`. They keep one
     :class:`_Chosen` per problem in ``self._chosen`` for :meth:`_latent`.

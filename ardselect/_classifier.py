@@ -16,7 +16,7 @@ from ._base import ConstantFeatureWarning, _ARDPathEstimator, _Chosen
 from ._basis import make_basis
 from ._binary_fit import check_steps, fit_problems
 from ._certainty import certainty_table
-from ._constraints import Interval, Options, SklearnConstraints, check_params
+from ._constraints import Interval, Options, check_params
 from ._criteria import CRITERIA, check_criterion, group_cavities
 from ._cv import Calibration, check_groups, choose_by_cv
 from ._parallel import one_blas_thread, run_tasks
@@ -234,7 +234,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         self.max_samples = max_samples
         self.n_jobs = n_jobs
 
-    #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
+    #: The parameter contract, checked by ``check_params`` at the start of ``fit``.
     _constraints: dict = {
         **_ARDPathEstimator._path_constraints,
         "criterion": [Options(set(CRITERIA))],
@@ -257,7 +257,6 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         "max_samples": [Interval(Integral, 2, None, closed="left"), None],
         "n_jobs": [Integral, None],
     }
-    _parameter_constraints = SklearnConstraints()  # for scikit-learn's checks
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y, groups=None, *, covariates=None):

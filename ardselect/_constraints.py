@@ -4,17 +4,13 @@ Every estimator (and :class:`~ardselect.preprocessing.Preprocessor`) declares, p
 parameter, the list of values it accepts in ``_constraints``: an :class:`Interval`, a set of
 :class:`Options`, a type, ``None``, ``callable`` or one of the names :data:`BOOLEAN`,
 :data:`RANDOM_STATE` and :data:`ARRAY_LIKE`. :func:`check_params` runs at the start of ``fit`` and
-raises one :class:`ParameterError` naming the parameter, what it must be and what it got, in
-scikit-learn's wording ("The 'tol' parameter of ARDClassifier must be a float in the range
-[0.0, inf). Got -1 instead.").
+raises one :class:`~ardselect.exceptions.ParameterError` naming the parameter, what it must be and
+what it got, in scikit-learn's wording ("The 'tol' parameter of ARDClassifier must be a float in
+the range [0.0, inf). Got -1 instead.").
 
-The check is the package's own: no fit depends on scikit-learn's private validation module. Two
-bridges to it remain, both optional: :class:`ParameterError` derives from scikit-learn's
-``InvalidParameterError`` when that class can be imported (so code catching it, and scikit-learn's
-estimator checks, see our errors as theirs; the command line catches them under that name, hence
-the upper bound on scikit-learn in pyproject.toml), and :class:`SklearnConstraints` shows the table to
-scikit-learn's ``check_param_validation`` as ``_parameter_constraints`` (read only by that check,
-never by a fit).
+The check and its error are the package's own: nothing here (or in a fit) reads scikit-learn's
+private parameter validation. ``tests/test_contract.py`` still runs scikit-learn's
+``check_param_validation`` on every estimator, with the tables translated into its vocabulary.
 """
 
 from __future__ import annotations
@@ -24,11 +20,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-try:  # optional bridge (see the module docstring); a fit works without it
-    from sklearn.utils._param_validation import InvalidParameterError as _BaseError
-except ImportError:  # pragma: no cover - a scikit-learn release without it
-    class _BaseError(ValueError, TypeError):
-        """Stand-in for scikit-learn's ``InvalidParameterError``."""
+from .exceptions import ParameterError
 
 #: A bool (Python's or numpy's).
 BOOLEAN = "boolean"
@@ -36,10 +28,6 @@ BOOLEAN = "boolean"
 RANDOM_STATE = "random_state"
 #: Anything with a length, a shape or an ``__array__``, but not a scalar.
 ARRAY_LIKE = "array-like"
-
-
-class ParameterError(_BaseError):
-    """A constructor parameter has a value outside its constraints (a ``ValueError``)."""
 
 
 class Interval:
@@ -143,26 +131,3 @@ def check_params(estimator) -> None:
         msg = (f"The {name!r} parameter of {type(estimator).__name__} must be {must}. "
                f"Got {value!r} instead.")
         raise ParameterError(msg)
-
-
-class SklearnConstraints:
-    """``_parameter_constraints`` for scikit-learn's ``check_param_validation`` only.
-
-    A class attribute that, when read, translates the class's ``_constraints`` into
-    scikit-learn's constraint objects, so that its estimator check can generate invalid values
-    and see :func:`check_params` reject them. Nothing of ardselect reads it.
-    """
-
-    def __get__(self, obj, owner):
-        from sklearn.utils._param_validation import Interval as SkInterval
-        from sklearn.utils._param_validation import StrOptions
-
-        def translate(c):
-            if isinstance(c, Interval):
-                return SkInterval(c.kind, c.left, c.right, closed=c.closed)
-            if isinstance(c, Options):
-                return StrOptions(c.options)
-            return c
-
-        return {name: [translate(c) for c in allowed]
-                for name, allowed in owner._constraints.items()}

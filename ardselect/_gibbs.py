@@ -53,7 +53,7 @@ from threadpoolctl import threadpool_limits
 
 from ._base import basis_constraints
 from ._basis import design_matrix, make_basis
-from ._constraints import Interval, SklearnConstraints, check_params
+from ._constraints import Interval, check_params
 from ._gibbs_sampler import (  # noqa: F401 (the tests reach the samplers through this module)
     _gamma_tail_rejection,
     _run_chain,
@@ -334,7 +334,7 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
-    #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
+    #: The parameter contract, checked by ``check_params`` at the start of ``fit``.
     _constraints: dict = {
         **basis_constraints(),
         "n_draws": [Interval(Integral, 1, None, closed="left")],
@@ -350,7 +350,6 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
         "alpha_init": [Interval(Real, 0, np.inf, closed="right"), "array-like"],
         "random_state": ["random_state", np.random.Generator, np.random.SeedSequence],
     }
-    _parameter_constraints = SklearnConstraints()  # for scikit-learn's checks
 
     # -- parameter checks ----------------------------------------------------------------------
     def _check_params(self):

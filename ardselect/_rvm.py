@@ -48,7 +48,7 @@ from threadpoolctl import threadpool_limits
 
 from ._base import _ARDPathEstimator, _Chosen
 from ._basis import make_basis
-from ._constraints import Interval, Options, SklearnConstraints, check_params
+from ._constraints import Interval, Options, check_params
 from ._rvm_eta import _ARDRBFBasis, _dense, _gp_input_scales, _log_ml_joint, log_marginal_eta
 from ._rvm_likelihoods import (
     NOISE_CEIL,
@@ -307,7 +307,7 @@ class RVMRegressor(RegressorMixin, _RVMBase):
         self.alpha_min = alpha_min
         self.patience = patience
 
-    #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
+    #: The parameter contract, checked by ``check_params`` at the start of ``fit``.
     _constraints: dict = {
         **_RVMBase._path_constraints,
         "optimize_eta": ["boolean"],
@@ -317,7 +317,6 @@ class RVMRegressor(RegressorMixin, _RVMBase):
         "init": [Options({"auto", "single", "relevant"}),
                  Interval(Integral, 1, None, closed="left")],
     }
-    _parameter_constraints = SklearnConstraints()  # for scikit-learn's checks
 
     def fit(self, X, y):
         """Fit the RVM by the sequential marginal-likelihood algorithm.
@@ -634,14 +633,13 @@ class RVMClassifier(ClassifierMixin, _RVMBase):
         self.irls_tol = irls_tol
         self.irls_max_iter = irls_max_iter
 
-    #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
+    #: The parameter contract, checked by ``check_params`` at the start of ``fit``.
     _constraints: dict = {
         **_RVMBase._path_constraints,
         "init": [Options({"single", "relevant"}), Interval(Integral, 1, None, closed="left")],
         "irls_tol": [Interval(Real, 0, None, closed="neither")],
         "irls_max_iter": [Interval(Integral, 1, None, closed="left")],
     }
-    _parameter_constraints = SklearnConstraints()  # for scikit-learn's checks
 
     def fit(self, X, y):
         """Fit the Laplace RVM classifier.

@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import ConstantFeatureWarning, label
 from ._classifier import INTERCEPT_ALPHA
-from ._constraints import Interval, Options, SklearnConstraints, check_params
+from ._constraints import Interval, Options, check_params
 from ._lazy import is_dask
 from ._probit import log_Phi
 from ._spikeslab_ep import run_spikeslab_ep
@@ -314,7 +314,6 @@ class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, BaseEstimator):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "constant_features": [Options({"warn", "ignore", "raise"})],
     }
-    _parameter_constraints = SklearnConstraints()  # for scikit-learn's checks
 
     def __init__(self, *, prior_genes=(1, 2, 5, 10, 20), prior_inclusion=None, slab_variance=1.0,
                  fit_intercept=True, intercept_alpha=INTERCEPT_ALPHA, threshold=0.5, coverage=0.95,

@@ -61,7 +61,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import basis_constraints
 from ._basis import design_matrix, make_basis
-from ._constraints import Interval, SklearnConstraints, check_params
+from ._constraints import Interval, check_params
 from ._validation import check_binary_labels, check_design, require_y
 from ._variational_engine import (  # noqa: F401 (the tests import these from here)
     _fit_variational,
@@ -317,13 +317,12 @@ class VariationalRVMRegressor(RegressorMixin, _VariationalRVMBase):
         self.tol = tol
         self.prune_threshold = prune_threshold
 
-    #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
+    #: The parameter contract, checked by ``check_params`` at the start of ``fit``.
     _constraints: dict = {
         **_VariationalRVMBase._shared_constraints,
         "noise_shape": [Interval(Real, 0, None, closed="neither")],
         "noise_rate": [Interval(Real, 0, None, closed="neither")],
     }
-    _parameter_constraints = SklearnConstraints()  # for scikit-learn's checks
 
     def fit(self, X, y):
         """Fit the variational RVM.
@@ -503,12 +502,11 @@ class VariationalRVMClassifier(ClassifierMixin, _VariationalRVMBase):
         self.prune_threshold = prune_threshold
         self.moderated = moderated
 
-    #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
+    #: The parameter contract, checked by ``check_params`` at the start of ``fit``.
     _constraints: dict = {
         **_VariationalRVMBase._shared_constraints,
         "moderated": ["boolean"],
     }
-    _parameter_constraints = SklearnConstraints()  # for scikit-learn's checks
 
     def fit(self, X, y):
         """Fit the variational RVM classifier.

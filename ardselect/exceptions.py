@@ -15,6 +15,7 @@ __all__ = [
     "FileFormatError",
     "MissingFileError",
     "ModelError",
+    "ParameterError",
 ]
 
 
@@ -40,3 +41,12 @@ class MissingFileError(ArdselectError, FileNotFoundError):
 
 class ModelError(ArdselectError, ValueError):
     """A saved model cannot be applied: unknown version, missing genes, ..."""
+
+
+class ParameterError(ArdselectError, ValueError, TypeError):
+    """A constructor parameter is outside its valid values, of a wrong type or out of range.
+
+    The message names the parameter, what it must be and what it got ("The 'tol' parameter of
+    ARDClassifier must be a float in the range [0.0, inf). Got -1 instead."). A ``ValueError`` and
+    a ``TypeError``, as scikit-learn's own parameter errors are.
+    """

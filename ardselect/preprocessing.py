@@ -19,7 +19,7 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from ._constraints import Interval, Options, ParameterError, SklearnConstraints, check_params
+from ._constraints import Interval, Options, ParameterError, check_params
 from ._lazy import combine_moments, is_dask, moments, reduce_rows
 from ._validation import (
     check_design,
@@ -244,7 +244,7 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         self.cap = cap
         self.standardize = standardize
 
-    #: The parameter contract, checked by scikit-learn's validation at the start of ``fit``.
+    #: The parameter contract, checked by ``check_params`` at the start of ``fit``.
     _constraints: dict = {
         "log": [Options(set(LOG_CHOICES))],
         "pseudocount": [Interval(Real, 0, None, closed="left"), None],
@@ -252,7 +252,6 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         "cap": [Interval(Real, None, None, closed="neither"), None],
         "standardize": ["boolean"],
     }
-    _parameter_constraints = SklearnConstraints()  # for scikit-learn's checks
 
     # The steps ----------------------------------------------------------------------------
     def _check_params(self):

@@ -137,9 +137,8 @@ def handle_errors():
     and do not change the exit code. Set ``ARDSELECT_DEBUG=1`` to get tracebacks of unexpected
     errors.
     """
-    from sklearn.utils._param_validation import InvalidParameterError
-
     import ardselect
+    from ardselect.exceptions import ParameterError
 
     debug = os.environ.get("ARDSELECT_DEBUG", "") not in ("", "0")
     try:
@@ -160,7 +159,7 @@ def handle_errors():
     except UsageError as exc:
         error_line(str(exc))
         raise typer.Exit(2) from None
-    except InvalidParameterError as exc:  # an option's value out of a parameter's range
+    except ParameterError as exc:  # an option's value out of a parameter's range
         error_line(_option_message(str(exc)))
         raise typer.Exit(2) from None
     except KeyboardInterrupt as exc:

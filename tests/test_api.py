@@ -21,7 +21,10 @@ def test_exceptions_subclass_the_matching_builtins():
     assert issubclass(ardselect.DataError, ValueError)
     assert issubclass(ardselect.LabelError, ValueError)
     assert issubclass(ardselect.MissingFileError, FileNotFoundError)
-    for name in ("DataError", "LabelError", "FileFormatError", "MissingFileError", "ModelError"):
+    assert issubclass(ardselect.ParameterError, ValueError)
+    assert issubclass(ardselect.ParameterError, TypeError)  # a value of the wrong type
+    for name in ("DataError", "LabelError", "FileFormatError", "MissingFileError", "ModelError",
+                 "ParameterError"):
         assert issubclass(getattr(ardselect, name), ardselect.ArdselectError)
 
 

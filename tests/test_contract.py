@@ -1,7 +1,8 @@
 """The family's contracts, walked over every public estimator (user guide, "The sparse Bayesian family").
 
-One parameter contract: keyword-only constructors and a scikit-learn constraint table covering
-every parameter, so that every bad value is one error naming the parameter and its valid range.
+One parameter contract: keyword-only constructors and a constraint table covering every
+parameter, so that every bad value is one :class:`~ardselect.exceptions.ParameterError` naming the
+parameter and its valid range.
 One fitted-attribute contract: ``coef_`` never holds the intercept, which sits apart in
 ``intercept_`` (and is the last column wherever a design or draw array holds it); classifiers
 have one row per binary problem, regressors are 1-D; every per-problem attribute
@@ -18,9 +19,14 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, is_classifier, is_regressor
+from sklearn.utils import estimator_checks
+from sklearn.utils._param_validation import Interval as SkInterval
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.estimator_checks import check_param_validation
 
 import ardselect
+from ardselect._constraints import Interval, Options
+from ardselect.exceptions import ParameterError
 from ardselect.preprocessing import Preprocessor
 
 ESTIMATORS = sorted(
@@ -50,12 +56,38 @@ def test_constructor_is_keyword_only(cls):
     assert positional == [], f"{cls.__name__}: positional parameters {positional}"
 
 
+def _sklearn_constraints(cls):
+    """``cls._constraints`` in scikit-learn's vocabulary (its check generates the bad values)."""
+    def translate(c):
+        if isinstance(c, Interval):
+            return SkInterval(c.kind, c.left, c.right, closed=c.closed)
+        if isinstance(c, Options):
+            return StrOptions(c.options)
+        return c
+
+    return {name: [translate(c) for c in allowed] for name, allowed in cls._constraints.items()}
+
+
 @pytest.mark.parametrize("cls", [*ESTIMATORS, Preprocessor], ids=lambda c: c.__name__)
-def test_every_parameter_is_declared_and_checked(cls):
+def test_every_parameter_is_declared_and_checked(cls, monkeypatch):
     # scikit-learn's own check: the constraint table covers exactly the parameters, and a value
     # of a wrong type or outside its range fails fit with "The 'name' parameter of Est must be
-    # <the valid range>. Got <value> instead."
+    # <the valid range>. Got <value> instead." The check reads the table as
+    # ``_parameter_constraints`` and expects its own (private) error class: it is given our
+    # table, and expects ours, the error the command line catches.
+    monkeypatch.setattr(cls, "_parameter_constraints", _sklearn_constraints(cls), raising=False)
+    monkeypatch.setattr(estimator_checks, "InvalidParameterError", ParameterError)
     check_param_validation(cls.__name__, cls())
+
+
+def test_the_parameter_error_is_public_and_a_value_and_type_error():
+    assert ardselect.ParameterError is ParameterError
+    assert issubclass(ParameterError, ValueError)
+    assert issubclass(ParameterError, TypeError)
+    assert issubclass(ParameterError, ardselect.ArdselectError)
+    with pytest.raises(ParameterError, match=r"The 'tol' parameter of RVMRegressor must be a float "
+                       r"in the range \(0.0, inf\). Got -1 instead."):
+        ardselect.RVMRegressor(tol=-1).fit(np.eye(3), np.arange(3.0))
 
 
 def test_same_prior_same_names():

@@ -85,3 +85,29 @@ def test_every_module_imports_first():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=False)
     assert result.returncode == 0, result.stderr
+
+
+def _private_sklearn_imports(path):
+    """The private scikit-learn modules or names ``path`` imports (anywhere in it)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            mods = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            mods = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        else:
+            continue
+        found += [m for m in mods if m.split(".")[0] == "sklearn"
+                  and any(part.startswith("_") for part in m.split(".")[1:])]
+    return found
+
+
+def test_no_private_scikit_learn_import():
+    # scikit-learn may change its private modules in any release; the library and the command
+    # line use its public API only (the bound in pyproject.toml relies on it).
+    found = {name: bad for name, path in _modules().items()
+             if (bad := _private_sklearn_imports(path))}
+    assert found == {}
+    # (the check itself finds one)
+    probe = PACKAGE.parent / "tests" / "test_contract.py"
+    assert _private_sklearn_imports(probe)
