@@ -1,9 +1,17 @@
-"""What every estimator fitted along the sequential ARD path shares: :class:`_ARDPathEstimator`.
+"""The bases of the family: :class:`_FamilyEstimator` and :class:`_ARDPathEstimator`.
 
-:class:`~ardselect.ARDClassifier`, :class:`~ardselect.RVMClassifier` and
-:class:`~ardselect.RVMRegressor` differ only in their likelihood (an adapter that the engine,
-:class:`ardselect._sequential.SequentialPath`, drives). Around that engine the steps are the same,
-and live here once:
+:class:`_FamilyEstimator` is what every estimator of the family (user guide, "The sparse Bayesian
+family") holds in front of its model, once: the checks of ``X`` (``_validate_x``) and of class
+labels (``_class_labels``; with :class:`_BinaryClassifierMixin`, the one refusal of more than two
+classes), constant features kept out (``_constant_features``), the weight attributes
+(``_set_weight_attributes``) and scikit-learn's tags. :class:`~ardselect.VariationalRVMRegressor`,
+:class:`~ardselect.VariationalRVMClassifier`, :class:`~ardselect.GibbsRVMClassifier` and
+:class:`~ardselect.SpikeSlabClassifier` derive from it directly.
+
+:class:`_ARDPathEstimator` derives from it too: :class:`~ardselect.ARDClassifier`,
+:class:`~ardselect.RVMClassifier` and :class:`~ardselect.RVMRegressor` differ only in their
+likelihood (an adapter that the engine, :class:`ardselect._sequential.SequentialPath`, drives).
+Around that engine the steps are the same, and live here once:
 
 1. design: the basis (input features or a kernel centred on each training point), the intercept
    column (always last: index ``-1`` in :class:`ardselect.model.Posterior`), constant features
@@ -15,8 +23,7 @@ and live here once:
 4. ``path_``: one row per step and problem (``_path_frame``);
 5. prediction: the latent moments of new samples under the chosen models (``_latent``).
 
-The fitted-attribute contract of the whole family (user guide, "The sparse Bayesian family") is
-checked by ``tests/test_contract.py``.
+The fitted-attribute contract of the whole family is checked by ``tests/test_contract.py``.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from numbers import Integral, Real
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, is_regressor
+from sklearn.base import BaseEstimator, ClassifierMixin, is_regressor
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -37,8 +44,14 @@ from ._basis import KERNELS, LinearBasis, design_matrix, unit_rms
 from ._constraints import Interval, Options
 from ._lazy import is_dask
 from ._sequential import SequentialPath
-from ._validation import check_design, constant_columns
-from .exceptions import DataError
+from ._validation import (
+    check_binary_labels,
+    check_design,
+    check_real,
+    constant_columns,
+    require_y,
+)
+from .exceptions import DataError, LabelError
 
 __all__ = ["INTERCEPT", "ConstantFeatureWarning", "basis_constraints"]
 
@@ -84,6 +97,126 @@ def label(value) -> str:
     return repr(value.item() if isinstance(value, np.generic) else value)
 
 
+class _FamilyEstimator(BaseEstimator):
+    """What every estimator of the family holds in front of its model (see the module docstring).
+
+    Subclasses set ``_constraints`` (checked by :func:`~ardselect._constraints.check_params` at the
+    start of ``fit``) and call, in ``fit``: :meth:`_validate_x` (``reset=True``), then for a
+    classifier :meth:`_class_labels`, and at the end :meth:`_set_weight_attributes`; prediction
+    calls :meth:`_validate_x` with ``reset=False``.
+    """
+
+    #: Whether :meth:`_validate_x` makes sparse input dense (models that read every feature at
+    #: every step).
+    _dense_x = False
+    #: Whether the classifier refuses more than two classes (:class:`_BinaryClassifierMixin`).
+    _binary_only = False
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    # ------------------------------------------------------------------ input
+    def _validate_x(self, X, *, reset):
+        """``X`` as float64 (CSC if sparse, dense with ``_dense_x``), with the family's errors.
+
+        A dask array is gathered first. Complex values, a shape other than 2-D, empty input, NaN
+        or infinite values and, with ``reset=False``, other features than the fit's raise
+        :class:`~ardselect.DataError`. ``reset=True`` sets ``n_features_in_`` (and
+        ``feature_names_in_`` for string column names).
+        """
+        if is_dask(X):
+            X = X.compute()
+        check_real(X)  # one line, where scikit-learn's message prints the matrix
+        try:
+            X = validate_data(self, X, accept_sparse=["csc", "csr"], dtype=np.float64,
+                              ensure_all_finite=False, reset=reset)
+        except ValueError as exc:
+            raise DataError(str(exc)) from None
+        X = check_design(X, estimator_name=type(self).__name__)
+        return X.toarray() if self._dense_x and sp.issparse(X) else X
+
+    def _class_labels(self, y, n_samples):
+        """Check and encode class labels; set ``classes_``. Returns ``(classes, y_index)``.
+
+        ``classes`` is sorted (``classes_[1]`` is the positive class of a binary problem) and
+        ``y_index`` indexes it. A missing ``y``, labels that are not classes, a count other than
+        ``n_samples``, a single class and (``_binary_only``) more than two classes raise
+        :class:`~ardselect.LabelError`.
+        """
+        require_y(self, y)
+        if is_dask(y):
+            y = y.compute()
+        classes, y_index = check_binary_labels(y, n_samples)
+        if self._binary_only and classes.size > 2:
+            shown = ", ".join(label(c) for c in classes[:5]) + (", ..." if classes.size > 5 else "")
+            msg = (f"Only binary classification is supported. {type(self).__name__} is a binary "
+                   f"classifier; y has {classes.size} classes ({shown}). Fit one classifier per "
+                   "class (e.g. sklearn.multiclass.OneVsRestClassifier), or use ARDClassifier or "
+                   "SpikeSlabClassifier, which fit one per class themselves.")
+            raise LabelError(msg)
+        self.classes_ = classes
+        return classes, y_index
+
+    def _feature_names(self):
+        """The input's feature names (``x0``, ``x1``, ... without string column names)."""
+        if hasattr(self, "feature_names_in_"):
+            return np.asarray(self.feature_names_in_, dtype=object)
+        return np.array([f"x{i}" for i in range(self.n_features_in_)], dtype=object)
+
+    def _constant_features(self, const, policy, *, stacklevel):
+        """Constant features (mask ``const``) are left out: silently, with a warning or refused.
+
+        ``policy`` is the estimator's ``constant_features`` (``"ignore"``, ``"warn"``: a
+        :class:`ConstantFeatureWarning`, ``"raise"``: a :class:`~ardselect.DataError`);
+        ``stacklevel`` counts from the caller, as :func:`warnings.warn`'s does.
+        """
+        if not const.any() or policy == "ignore":
+            return
+        shown = ", ".join(repr(str(n)) for n in self._feature_names()[const][:5])
+        if policy == "raise":
+            msg = (f"X has {int(const.sum())} constant feature(s) (e.g. {shown}); drop them or "
+                   "pass constant_features='warn' or 'ignore'.")
+            raise DataError(msg)
+        warnings.warn(f"{int(const.sum())} of {const.size} features are constant (e.g. {shown}) "
+                      "and are left out of the model.", ConstantFeatureWarning,
+                      stacklevel=stacklevel + 1)
+
+    # ------------------------------------------------------------------ weights
+    def _set_weight_attributes(self, coef, coef_sd, alpha, intercept=None):
+        """Set ``coef_``, ``coef_sd_``, ``alpha_`` and the intercept's three: the family's contract.
+
+        ``coef``, ``coef_sd`` and ``alpha`` are ``(n_problems, n_basis)`` (never the intercept);
+        ``intercept`` is the intercept's posterior mean, sd and precision, each
+        ``(n_problems,)``, or None without an intercept (0, 0 and ``inf``: a weight fixed at 0).
+        A classifier keeps one row per binary problem and ``(n_problems,)`` intercepts; a
+        regressor (one problem) gets ``(n_basis,)`` arrays and float intercepts.
+        """
+        k = len(coef)
+        if intercept is None:
+            intercept = (np.zeros(k), np.zeros(k), np.full(k, np.inf))
+        if is_regressor(self):
+            self.coef_, self.coef_sd_, self.alpha_ = coef[0], coef_sd[0], alpha[0]
+            self.intercept_, self.intercept_sd_, self.intercept_alpha_ = (
+                float(v[0]) for v in intercept)
+        else:
+            self.coef_, self.coef_sd_, self.alpha_ = coef, coef_sd, alpha
+            self.intercept_, self.intercept_sd_, self.intercept_alpha_ = (
+                np.array(v, dtype=np.float64) for v in intercept)
+
+
+class _BinaryClassifierMixin(ClassifierMixin):
+    """A classifier of two classes only: ``_class_labels`` refuses more, and the tags say so."""
+
+    _binary_only = True
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+
 class _PathProblem:
     """Base of the likelihood adapters the engine drives: the active columns of the design.
 
@@ -109,7 +242,7 @@ class _Chosen:
     post: object
 
 
-class _ARDPathEstimator(SelectorMixin, BaseEstimator):
+class _ARDPathEstimator(SelectorMixin, _FamilyEstimator):
     """Design -> path -> weights -> ``path_`` for the estimators on the sequential ARD engine.
 
     Subclasses set ``_constraints`` (extending :data:`_path_constraints`), build the
@@ -127,26 +260,6 @@ class _ARDPathEstimator(SelectorMixin, BaseEstimator):
         "alpha_min": [Interval(Real, 0, None, closed="left")],
         "patience": [Interval(Integral, 0, None, closed="left")],
     }
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
-
-    # ------------------------------------------------------------------ input
-    def _validate_x(self, X, *, reset):
-        """``X`` as float64 (CSC if sparse), with the family's errors; sets ``n_features_in_``."""
-        try:
-            X = validate_data(self, X, accept_sparse=["csc", "csr"], dtype=np.float64,
-                              ensure_all_finite=False, reset=reset)
-        except ValueError as exc:
-            raise DataError(str(exc)) from None
-        return check_design(X, estimator_name=type(self).__name__)
-
-    def _feature_names(self):
-        if hasattr(self, "feature_names_in_"):
-            return np.asarray(self.feature_names_in_, dtype=object)
-        return np.array([f"x{i}" for i in range(self.n_features_in_)], dtype=object)
 
     # ------------------------------------------------------------------ 1. design
     def _basis_matrix(self, X):
@@ -176,16 +289,7 @@ class _ARDPathEstimator(SelectorMixin, BaseEstimator):
         if is_features:
             names = self._feature_names()
             const = constant_columns(X)
-            if const.any():
-                shown = ", ".join(repr(str(n)) for n in names[const][:5])
-                if constant_features == "raise":
-                    msg = (f"X has {int(const.sum())} constant feature(s) (e.g. {shown}); drop "
-                           "them or pass constant_features='warn' or 'ignore'.")
-                    raise DataError(msg)
-                if constant_features == "warn":
-                    warnings.warn(
-                        f"{int(const.sum())} of {X.shape[1]} features are constant (e.g. {shown}) "
-                        "and are left out of the model.", ConstantFeatureWarning, stacklevel=3)
+            self._constant_features(const, constant_features, stacklevel=3)
             allowed[:n_basis] = ~const
         else:
             names = basis.function_names(np.arange(X.shape[0]))
@@ -264,15 +368,9 @@ class _ARDPathEstimator(SelectorMixin, BaseEstimator):
         sd = np.array([r[1] for r in rows])
         alpha = np.array([r[2] for r in rows])
         icpt = np.array([r[3] for r in rows], dtype=np.float64).reshape(len(rows), 3)
+        self._set_weight_attributes(coef, sd, alpha, icpt.T)
         steps = np.asarray(chosen_steps, dtype=np.intp)
-        if is_regressor(self):
-            self.coef_, self.coef_sd_, self.alpha_ = coef[0], sd[0], alpha[0]
-            self.intercept_, self.intercept_sd_, self.intercept_alpha_ = map(float, icpt[0])
-            self.chosen_step_ = int(steps[0])
-        else:
-            self.coef_, self.coef_sd_, self.alpha_ = coef, sd, alpha
-            self.intercept_, self.intercept_sd_, self.intercept_alpha_ = icpt.T.copy()
-            self.chosen_step_ = steps
+        self.chosen_step_ = int(steps[0]) if is_regressor(self) else steps
         in_model = np.isfinite(alpha).any(axis=0)
         if hasattr(self, "relevance_vectors_"):
             del self.relevance_vectors_  # a refit with the feature basis must not keep it

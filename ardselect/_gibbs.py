@@ -46,12 +46,11 @@ from scipy.special import (
     log_ndtr,
     logsumexp,
 )
-from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from ._base import basis_constraints
+from ._base import _BinaryClassifierMixin, _FamilyEstimator, basis_constraints
 from ._basis import design_matrix, make_basis
 from ._constraints import Interval, check_params
 from ._gibbs_sampler import (  # noqa: F401 (the tests reach the samplers through this module)
@@ -67,8 +66,7 @@ from ._gibbs_sampler import (  # noqa: F401 (the tests reach the samplers throug
     sample_latent,
 )
 from ._mcmc import effective_sample_size, split_rhat
-from ._validation import check_binary_labels, check_design, require_y
-from .exceptions import DataError, LabelError
+from .exceptions import DataError
 
 __all__ = ["GibbsRVMClassifier", "sample_latent"]
 
@@ -105,7 +103,7 @@ _ALPHA_FLOOR = 1e-100
 # ----------------------------------------------------------------------------------------------
 # Estimator
 # ----------------------------------------------------------------------------------------------
-class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
+class GibbsRVMClassifier(_BinaryClassifierMixin, _FamilyEstimator):
     """Probit relevance vector machine sampled by Gibbs sampling (Murphy & Abreau 2019).
 
     A fully Bayesian RVM for two classes: the probit model ``P(y=1 | x) = Phi(phi(x) . w / sigma)``
@@ -328,12 +326,6 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
         self.alpha_init = alpha_init
         self.random_state = random_state
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        tags.input_tags.sparse = True
-        return tags
-
     #: The parameter contract, checked by ``check_params`` at the start of ``fit``.
     _constraints: dict = {
         **basis_constraints(),
@@ -406,6 +398,10 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         """Run the Gibbs chains on training data.
 
+        The recipe: check the parameters, ``X`` and the labels; build the design (basis and
+        intercept); bound the precisions per weight; run the chains; keep the draws; summarise
+        them (means, sds, R-hat, effective sample sizes) and warn if the chains have not mixed.
+
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
@@ -420,34 +416,35 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
             The fitted estimator.
         """
         lo, hi = self._check_params()
-        X_in = X
-        X = check_design(X, estimator_name=type(self).__name__)
-        validate_data(
-            self, X_in, reset=True, skip_check_array=True
-        )  # n_features_in_, feature names
-        require_y(self, y)
-        classes, y_idx = check_binary_labels(y, X.shape[0])
-        if classes.size != 2:
-            shown = ", ".join(map(repr, classes[:5].tolist())) + (
-                ", ..." if classes.size > 5 else ""
-            )
-            msg = (
-                f"Only binary classification is supported. {type(self).__name__} is a binary "
-                f"classifier; y has {classes.size} classes "
-                f"({shown}). "
-                "Fit one classifier per class (e.g. sklearn.multiclass.OneVsRestClassifier)."
-            )
-            raise LabelError(msg)
-        self.classes_ = classes
+        X = self._validate_x(X, reset=True)
+        _, y_idx = self._class_labels(y, X.shape[0])
+        Phi = self._fit_design(X)  # (N, M)
+        lo_vec = self._precision_floor(Phi, X, lo, hi)  # (M,)
+        alpha0 = self._alpha_start(Phi.shape[1], lo_vec, hi)
+        W, A, S = self._run_chains(Phi, y_idx == 1, alpha0, lo_vec, hi)
+        self._keep_draws(W, A, S, Phi)
+        rhat = self._summarise(W, A)
+        self._warn_unmixed(rhat)
+        return self
+
+    def _fit_design(self, X):
+        """Fit the basis on ``X``; the dense training design, checked to be finite."""
         self.basis_ = make_basis(
             self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0
         )
         self.basis_.fit(X)
-        Phi = self._design(X)  # (N, M)
+        Phi = self._design(X)
         if not np.all(np.isfinite(Phi)):
             msg = "the basis matrix has NaN or infinite values; check the kernel and gamma."
             raise DataError(msg)
-        N, M = Phi.shape
+        return Phi
+
+    def _precision_floor(self, Phi, X, lo, hi):
+        """Lower bound of each weight's precision: ``alpha_lower``, ``1e-8 ||Phi_j||^2``, 1e-100.
+
+        Refuses basis functions so large that the floor reaches ``alpha_max`` (see the module's
+        notes on ``_ALPHA_FLOOR_REL``).
+        """
         col_sq = np.einsum("ij,ij->j", Phi, Phi)  # (M,) data precision ||Phi_j||^2 of each weight
         floor = _ALPHA_FLOOR_REL * col_sq  # (M,)
         if self.sample_alpha and np.any(floor >= hi):
@@ -460,12 +457,17 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
                    "would pin their weights at 0; standardise X (or raise alpha_max)")
             raise DataError(msg)
         lo_vec = np.maximum(np.maximum(lo, floor), _ALPHA_FLOOR)  # (M,)
-        lo_vec = np.minimum(lo_vec, hi)
-        alpha0 = self._alpha_start(M, lo_vec, hi)
-        positive = y_idx == 1
+        return np.minimum(lo_vec, hi)
+
+    def _run_chains(self, Phi, positive, alpha0, lo_vec, hi):
+        """Run ``n_chains`` chains, each on its own child stream of ``random_state``.
+
+        Returns the kept draws of the weights and precisions, ``(n_chains, n_draws, M)`` each,
+        and of the noise variance, ``(n_chains, n_draws)``.
+        """
+        N, M = Phi.shape
         dual = M > _DUAL_RATIO * N
         G = None if dual else Phi.T @ Phi  # (M, M) Gram matrix, reused every sweep
-
         children = _seed_sequence(self.random_state).spawn(self.n_chains)
         C, K = self.n_chains, self.n_draws
         W = np.empty((C, K, M))
@@ -496,20 +498,24 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
                     fallbacks=fallbacks,
                 )
                 logger.debug("GibbsRVMClassifier: chain %d of %d done", c + 1, C)
-
+        self.n_iter_ = self.n_burnin + K * self.thin
         if fallbacks[0]:
             logger.info(
                 "GibbsRVMClassifier: %d of %d weight draws used the eigendecomposition fallback "
                 "(near-singular precision: unidentified weights with very small alpha).",
                 fallbacks[0],
-                C * (self.n_burnin + K * self.thin),
+                C * self.n_iter_,
             )
-        self.n_iter_ = self.n_burnin + K * self.thin
+        return W, A, S
+
+    def _keep_draws(self, W, A, S, Phi):
+        """Refuse non-finite draws; set the ``*_samples_`` attributes (the intercept apart)."""
         if not (np.isfinite(W).all() and np.isfinite(S).all()):
             # (no silent NaN draws: an overflow in the algebra is refused)
             msg = (f"{int((~np.isfinite(W)).sum())} weight draws are not finite: the basis values "
                    f"(up to {np.max(np.abs(Phi)):.3g}) overflow the sampler's algebra; standardise X")
             raise DataError(msg)
+        C, K, M = W.shape
         n_basis = M - int(self.fit_intercept)  # the intercept is the last column
         self.coef_samples_ = W[:, :, :n_basis]
         self.alpha_samples_ = A[:, :, :n_basis]
@@ -520,6 +526,11 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
         else:
             self.intercept_samples_ = np.zeros((C, K))
             self.intercept_alpha_samples_ = np.full((C, K), np.inf)
+
+    def _summarise(self, W, A):
+        """Posterior means, sds, precisions, R-hat and ESS of the weights; returns R-hat ``(M,)``."""
+        C, K, M = W.shape
+        n_basis = M - int(self.fit_intercept)
         flat = W.reshape(C * K, M)
         mean = flat.mean(axis=0)  # (M,)
         sd = flat.std(axis=0, ddof=1) if C * K > 1 else np.zeros(M)
@@ -531,39 +542,39 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
                 ess = effective_sample_size(W)
         else:
             rhat = ess = np.full(M, np.nan)
-        # Contract of the family: per-weight arrays have one row (one binary problem), the
-        # intercept's values are apart, of shape (1,).
-        self.coef_, self.coef_sd_ = mean[None, :n_basis], sd[None, :n_basis]
-        self.alpha_ = alpha[None, :n_basis]
+        # The family's contract: one row (one binary problem), the intercept apart.
+        self._set_weight_attributes(
+            mean[None, :n_basis], sd[None, :n_basis], alpha[None, :n_basis],
+            (mean[-1:], sd[-1:], alpha[-1:]) if self.fit_intercept else None)
         self.rhat_, self.ess_ = rhat[None, :n_basis], ess[None, :n_basis]
         if self.fit_intercept:
-            self.intercept_, self.intercept_sd_ = mean[-1:], sd[-1:]
-            self.intercept_alpha_, self.intercept_rhat_, self.intercept_ess_ = (
-                alpha[-1:], rhat[-1:], ess[-1:])
+            self.intercept_rhat_, self.intercept_ess_ = rhat[-1:], ess[-1:]
         else:
-            self.intercept_, self.intercept_sd_ = np.zeros(1), np.zeros(1)
-            self.intercept_alpha_ = np.full(1, np.inf)
             self.intercept_rhat_ = self.intercept_ess_ = np.full(1, np.nan)
+        return rhat
+
+    def _warn_unmixed(self, rhat):
+        """One ``ConvergenceWarning`` if the largest R-hat exceeds ``RHAT_WARN``."""
         finite = np.isfinite(rhat)
-        if finite.any():
-            j = int(np.flatnonzero(finite)[np.argmax(rhat[finite])])
-            worst = float(rhat[j])
-            if worst > RHAT_WARN:
-                which = "the intercept" if self.fit_intercept and j == M - 1 else f"weight {j}"
-                msg = (
-                    f"The Gibbs chains have not mixed: max split-R-hat = {worst:.3f} "
-                    f"({which}) > "
-                    f"{RHAT_WARN}. Run more draws (increase n_draws and n_burnin) before using "
-                    "the posterior summaries."
-                )
-                if self.sample_alpha and self.alpha_rate == 0:
-                    msg += (
-                        " With alpha_rate=0 (the paper's flat prior on alpha) the posterior is "
-                        "improper and longer runs may not help; a proper prior "
-                        "(alpha_rate > 0) does."
-                    )
-                warnings.warn(msg, ConvergenceWarning, stacklevel=2)
-        return self
+        if not finite.any():
+            return
+        j = int(np.flatnonzero(finite)[np.argmax(rhat[finite])])
+        worst = float(rhat[j])
+        if worst <= RHAT_WARN:
+            return
+        which = "the intercept" if self.fit_intercept and j == rhat.size - 1 else f"weight {j}"
+        msg = (
+            f"The Gibbs chains have not mixed: max split-R-hat = {worst:.3f} ({which}) > "
+            f"{RHAT_WARN}. Run more draws (increase n_draws and n_burnin) before using "
+            "the posterior summaries."
+        )
+        if self.sample_alpha and self.alpha_rate == 0:
+            msg += (
+                " With alpha_rate=0 (the paper's flat prior on alpha) the posterior is "
+                "improper and longer runs may not help; a proper prior "
+                "(alpha_rate > 0) does."
+            )
+        warnings.warn(msg, ConvergenceWarning, stacklevel=3)
 
     # -- posterior summaries -------------------------------------------------------------------
     def credible_interval(self, level: float = 0.95):
@@ -592,16 +603,7 @@ class GibbsRVMClassifier(ClassifierMixin, BaseEstimator):
     def _latent_draws(self, X):
         """Standardised latent f / sigma for every kept draw: shape (n_test, n_draws)."""
         check_is_fitted(self, "coef_samples_")
-        X_in = X
-        X = check_design(X, estimator_name=type(self).__name__)
-        validate_data(self, X_in, reset=False, skip_check_array=True)
-        if X.shape[1] != self.n_features_in_:
-            msg = (
-                f"X has {X.shape[1]} features, but {type(self).__name__} was fitted with "
-                f"{self.n_features_in_} features."
-            )
-            raise DataError(msg)
-        Phi = self._design(X)  # (n, M): the basis, then the intercept's ones
+        Phi = self._design(self._validate_x(X, reset=False))  # (n, M): the basis, then the intercept's ones
         W = self.coef_samples_.reshape(-1, self.coef_samples_.shape[2])  # (S, n_basis)
         if self.fit_intercept:
             W = np.hstack([W, self.intercept_samples_.reshape(-1, 1)])  # (S, M)

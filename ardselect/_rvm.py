@@ -42,11 +42,11 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
-from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.base import RegressorMixin
 from sklearn.exceptions import DataConversionWarning
 from threadpoolctl import threadpool_limits
 
-from ._base import _ARDPathEstimator, _Chosen
+from ._base import _ARDPathEstimator, _BinaryClassifierMixin, _Chosen
 from ._basis import make_basis
 from ._constraints import Interval, Options, check_params
 from ._rvm_eta import _ARDRBFBasis, _dense, _gp_input_scales, _log_ml_joint, log_marginal_eta
@@ -59,8 +59,8 @@ from ._rvm_likelihoods import (
     _optimise_noise,  # noqa: F401 (the tests import it from here)
     laplace_mode,
 )
-from ._validation import check_binary_labels, require_y
-from .exceptions import DataError, LabelError
+from ._validation import require_y
+from .exceptions import DataError
 
 __all__ = ["RVMClassifier", "RVMRegressor", "laplace_mode", "log_marginal_eta"]
 
@@ -506,7 +506,7 @@ class RVMRegressor(RegressorMixin, _RVMBase):
 # --------------------------------------------------------------------------------------------------
 # RVMClassifier
 # --------------------------------------------------------------------------------------------------
-class RVMClassifier(ClassifierMixin, _RVMBase):
+class RVMClassifier(_BinaryClassifierMixin, _RVMBase):
     """Relevance vector classification: logistic likelihood, ARD prior, Laplace approximation.
 
     ``P(y = classes_[1] | x) = sigmoid(w . phi(x) + b)`` with ``w_m ~ N(0, 1/alpha_m)``. For given
@@ -611,11 +611,6 @@ class RVMClassifier(ClassifierMixin, _RVMBase):
     (2, 2)
     """
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        return tags
-
     def __init__(self, *, kernel="rbf", gamma="scale", degree=3, coef0=1.0, fit_intercept=True,
                  init="single", max_init=100, max_steps=2000, tol=1e-5, alpha_min=1e-3,
                  patience=20, irls_tol=1e-10, irls_max_iter=100):
@@ -656,23 +651,8 @@ class RVMClassifier(ClassifierMixin, _RVMBase):
         self : RVMClassifier
         """
         check_params(self)
-        require_y(self, y, DataError)
         X = self._validate_x(X, reset=True)
-        y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            warnings.warn("A column-vector y was passed when a 1d array was expected; it was "
-                          "ravelled.", DataConversionWarning, stacklevel=2)
-            y = y.ravel()
-        classes, y_idx = check_binary_labels(y, X.shape[0])
-        if classes.size != 2:
-            shown = ", ".join(repr(c.item() if hasattr(c, "item") else c) for c in classes[:5])
-            msg = (
-                f"Only binary classification is supported by RVMClassifier; y has {classes.size} "
-                f"classes ({shown}{', ...' if classes.size > 5 else ''}). Fit one classifier per "
-                "class, or use ARDClassifier (one-vs-rest)."
-            )
-            raise LabelError(msg)
-        self.classes_ = classes
+        classes, y_idx = self._class_labels(y, X.shape[0])
         basis = make_basis(self.kernel, self.gamma, self.degree, self.coef0)
         Phi_s, scale, allowed = self._prepare_design(X, basis)
         y01 = y_idx.astype(np.float64)

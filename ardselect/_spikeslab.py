@@ -15,21 +15,18 @@ from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 from scipy.special import logsumexp, ndtri_exp
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_selection import SelectorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._base import ConstantFeatureWarning, label
+from ._base import _FamilyEstimator, label
 from ._classifier import INTERCEPT_ALPHA
 from ._constraints import Interval, Options, check_params
-from ._lazy import is_dask
 from ._probit import log_Phi
 from ._spikeslab_ep import run_spikeslab_ep
-from ._validation import check_binary_labels, check_design, constant_columns
-from .exceptions import DataError, LabelError
+from ._validation import constant_columns
 
 __all__ = ["SpikeSlabClassifier", "credible_sets"]
 
@@ -169,7 +166,7 @@ class _Mixture:
                 mean, np.maximum(var, 0.0))
 
 
-class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, BaseEstimator):
+class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, _FamilyEstimator):
     """Probit classifier with spike-and-slab priors on the genes, fitted by Expectation Propagation.
 
     The model is ``P(y = +1 | x) = Phi(w . z + b)`` on the standardised genes ``z``, where each
@@ -300,6 +297,10 @@ class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, BaseEstimator):
     (2, 2)
     """
 
+    #: Every gene enters every EP sweep: ``_validate_x`` makes sparse input dense (and gathers a
+    #: dask array, as for every estimator of the family).
+    _dense_x = True
+
     _constraints: dict = {
         "prior_genes": [tuple, list],
         "prior_inclusion": [Interval(Real, 0, 1, closed="right"), None],
@@ -331,24 +332,6 @@ class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, BaseEstimator):
         self.tol = tol
         self.max_iter = max_iter
         self.constant_features = constant_features
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
-
-    # ------------------------------------------------------------------ input
-    def _validate_x(self, X, *, reset):
-        """``X`` as a dense float64 array (sparse and dask input converted), checked."""
-        if is_dask(X):
-            X = X.compute()
-        try:
-            X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=np.float64,
-                              ensure_all_finite=False, reset=reset)
-        except ValueError as exc:
-            raise DataError(str(exc)) from None
-        X = check_design(X, estimator_name=type(self).__name__)
-        return X.toarray() if sp.issparse(X) else np.asarray(X)
 
     def _nodes(self, p):
         """Prior inclusion probabilities of the hyperprior's nodes (decreasing) and their priors."""
@@ -384,18 +367,11 @@ class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, BaseEstimator):
         self : SpikeSlabClassifier
         """
         check_params(self)
-        if y is None:
-            msg = f"{type(self).__name__} requires y to be passed, but the target y is None."
-            raise LabelError(msg)
-        if is_dask(y):
-            y = y.compute()
         X = self._validate_x(X, reset=True)
-        classes, y_idx = check_binary_labels(y, X.shape[0])
-        self.classes_ = classes
+        classes, y_idx = self._class_labels(y, X.shape[0])
         n, n_features = X.shape
         usable = ~constant_columns(X)
-        if not usable.all():
-            self._constant_features(X, usable)
+        self._constant_features(~usable, self.constant_features, stacklevel=2)
         self._usable = np.flatnonzero(usable)
         Xu = X[:, usable]
         self._center = Xu.mean(axis=0) if self.fit_intercept else np.zeros(Xu.shape[1])
@@ -416,19 +392,6 @@ class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, BaseEstimator):
         self.hyper_results_ = pd.concat(rows, ignore_index=True)
         self._set_summaries(Z, n_features, [classes[k] for k in problems])
         return self
-
-    def _constant_features(self, X, usable):
-        const = ~usable
-        names = (np.asarray(self.feature_names_in_, dtype=object) if hasattr(self, "feature_names_in_")
-                 else np.array([f"x{i}" for i in range(X.shape[1])], dtype=object))
-        shown = ", ".join(repr(str(s)) for s in names[const][:5])
-        if self.constant_features == "raise":
-            msg = (f"X has {int(const.sum())} constant feature(s) (e.g. {shown}); drop them or pass "
-                   "constant_features='warn' or 'ignore'.")
-            raise DataError(msg)
-        if self.constant_features == "warn":
-            warnings.warn(f"{int(const.sum())} of {X.shape[1]} features are constant (e.g. {shown}) "
-                          "and are left out of the model.", ConstantFeatureWarning, stacklevel=3)
 
     def _fit_problem(self, Z, t, nodes, log_prior, expected, positive):
         """The hyperprior's nodes for one signed problem, densest first, each warm-started."""

@@ -69,6 +69,8 @@ def check_finite_named(X, sample_names, gene_names, *, what: str = "the data") -
 def check_real(X) -> None:
     """Refuse complex numbers in one line (:class:`DataError`), without printing the matrix."""
     dtype = getattr(X, "dtype", None)
+    if dtype is None and isinstance(X, pd.DataFrame):  # its columns' types, without a copy
+        dtype = next((d for d in X.dtypes if getattr(d, "kind", "") == "c"), np.dtype(float))
     if dtype is None or not hasattr(dtype, "kind"):
         dtype = np.asarray(X).dtype if not sp.issparse(X) else X.dtype
     if dtype.kind == "c":

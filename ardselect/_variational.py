@@ -55,14 +55,14 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_regressor
+from sklearn.base import RegressorMixin
 from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._base import basis_constraints
+from ._base import _BinaryClassifierMixin, _FamilyEstimator, basis_constraints
 from ._basis import design_matrix, make_basis
 from ._constraints import Interval, check_params
-from ._validation import check_binary_labels, check_design, require_y
+from ._validation import require_y
 from ._variational_engine import (  # noqa: F401 (the tests import these from here)
     _fit_variational,
     _VariationalState,
@@ -72,7 +72,7 @@ from ._variational_engine import (  # noqa: F401 (the tests import these from he
     jj_log_bound,
     log_sigmoid,
 )
-from .exceptions import DataError, LabelError
+from .exceptions import DataError
 
 __all__ = ["VariationalRVMClassifier", "VariationalRVMRegressor"]
 
@@ -83,7 +83,7 @@ __all__ = ["VariationalRVMClassifier", "VariationalRVMRegressor"]
 _SVC_KERNELS = ("linear", "rbf", "poly")
 
 
-class _VariationalRVMBase(BaseEstimator):
+class _VariationalRVMBase(_FamilyEstimator):
     """Fitting and prediction shared by the two estimators (not public)."""
 
     _likelihood = "gaussian"
@@ -97,11 +97,6 @@ class _VariationalRVMBase(BaseEstimator):
         "tol": [Interval(Real, 0, None, closed="left")],
         "prune_threshold": [Interval(Real, 0, np.inf, closed="right")],  # inf: no pruning
     }
-
-    def _validate_x(self, X, *, reset):
-        Xc = check_design(X, estimator_name=type(self).__name__)
-        validate_data(self, X, reset=reset, skip_check_array=True)
-        return Xc
 
     def _design(self, X):
         """Dense basis matrix, the intercept's column of ones last (as in the whole family)."""
@@ -147,18 +142,10 @@ class _VariationalRVMBase(BaseEstimator):
         n_basis = state.M - int(self.fit_intercept)  # the intercept is the last column
         sd = np.sqrt(state.var_w)
         alpha = state.alpha_mean
-        coef, coef_sd, coef_alpha = (v[:n_basis].copy() for v in (state.mean_w, sd, alpha))
-        if self.fit_intercept:
-            icpt = (float(state.mean_w[-1]), float(sd[-1]), float(alpha[-1]))
-        else:
-            icpt = (0.0, 0.0, np.inf)  # a weight fixed at 0: precision inf, as in the family
-        if is_regressor(self):
-            self.coef_, self.coef_sd_, self.alpha_ = coef, coef_sd, coef_alpha
-            self.intercept_, self.intercept_sd_, self.intercept_alpha_ = icpt
-        else:  # one binary problem: one row, as every classifier of the family
-            self.coef_, self.coef_sd_, self.alpha_ = coef[None], coef_sd[None], coef_alpha[None]
-            self.intercept_, self.intercept_sd_, self.intercept_alpha_ = (
-                np.array([v]) for v in icpt)
+        # One problem: one row of each; the intercept (the last column) apart.
+        self._set_weight_attributes(
+            *(v[None, :n_basis].copy() for v in (state.mean_w, sd, alpha)),
+            [v[-1:] for v in (state.mean_w, sd, alpha)] if self.fit_intercept else None)
         relevant = np.zeros(state.M, dtype=bool)
         relevant[state.act] = True
         relevant &= alpha <= self.prune_threshold
@@ -175,11 +162,6 @@ class _VariationalRVMBase(BaseEstimator):
         Phi = self._design(Xc)
         mean = Phi @ self._state.mean_w
         return mean, Phi
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
 
 
 class VariationalRVMRegressor(RegressorMixin, _VariationalRVMBase):
@@ -370,7 +352,7 @@ class VariationalRVMRegressor(RegressorMixin, _VariationalRVMBase):
         return mean, np.sqrt(var)
 
 
-class VariationalRVMClassifier(ClassifierMixin, _VariationalRVMBase):
+class VariationalRVMClassifier(_BinaryClassifierMixin, _VariationalRVMBase):
     """Binary relevance vector classification by variational inference (Bishop & Tipping, 2000).
 
     ``P(t = 1 | x) = sigma(w^T phi(x))`` with one kernel function per training point and a bias as
@@ -528,18 +510,7 @@ class VariationalRVMClassifier(ClassifierMixin, _VariationalRVMBase):
         if Xc.shape[0] < 2:
             msg = f"{type(self).__name__} needs at least 2 samples (one per class); got 1 sample."
             raise DataError(msg)
-        require_y(self, y)
-        y = _column_to_1d(y)
-        classes, y_index = check_binary_labels(y, Xc.shape[0])
-        if classes.size > 2:
-            shown = ", ".join(repr(c) for c in classes[:5]) + (", ..." if classes.size > 5 else "")
-            msg = (
-                f"Only binary classification is supported. {type(self).__name__} got y with "
-                f"{classes.size} classes ({shown}); fit one model per pair of classes or per class "
-                "against the rest."
-            )
-            raise LabelError(msg)
-        self.classes_ = classes
+        classes, y_index = self._class_labels(y, Xc.shape[0])
         # c, d (the noise prior) do not enter the Bernoulli likelihood.
         state = self._fit_design(Xc, y_index.astype(np.float64), 1e-6, 1e-6)
         self.xi_ = state.xi.copy()
@@ -615,11 +586,6 @@ class VariationalRVMClassifier(ClassifierMixin, _VariationalRVMBase):
         """
         positive = self.decision_function(X) > 0
         return self.classes_[positive.astype(np.intp)]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        return tags
 
 
 def _column_to_1d(y):

@@ -2,7 +2,8 @@
 
 One parameter contract: keyword-only constructors and a constraint table covering every
 parameter, so that every bad value is one :class:`~ardselect.exceptions.ParameterError` naming the
-parameter and its valid range.
+parameter and its valid range. One input contract: every estimator checks ``X`` and class labels
+the same way (the family base, ``ardselect._base._FamilyEstimator``), with the same messages.
 One fitted-attribute contract: ``coef_`` never holds the intercept, which sits apart in
 ``intercept_`` (and is the last column wherever a design or draw array holds it); classifiers
 have one row per binary problem, regressors are 1-D; every per-problem attribute
@@ -17,16 +18,19 @@ import inspect
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, is_classifier, is_regressor
-from sklearn.utils import estimator_checks
+from sklearn.utils import estimator_checks, get_tags
 from sklearn.utils._param_validation import Interval as SkInterval
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.estimator_checks import check_param_validation
 
 import ardselect
+from ardselect._base import _FamilyEstimator
 from ardselect._constraints import Interval, Options
-from ardselect.exceptions import ParameterError
+from ardselect.exceptions import DataError, LabelError, ParameterError
 from ardselect.preprocessing import Preprocessor
 
 ESTIMATORS = sorted(
@@ -88,6 +92,85 @@ def test_the_parameter_error_is_public_and_a_value_and_type_error():
     with pytest.raises(ParameterError, match=r"The 'tol' parameter of RVMRegressor must be a float "
                        r"in the range \(0.0, inf\). Got -1 instead."):
         ardselect.RVMRegressor(tol=-1).fit(np.eye(3), np.arange(3.0))
+
+
+def test_every_family_member_stands_on_the_family_base():
+    for cls in ESTIMATORS:
+        assert issubclass(cls, _FamilyEstimator), cls.__name__
+        assert "_validate_x" not in vars(cls), f"{cls.__name__} checks X its own way"
+        assert "_class_labels" not in vars(cls), cls.__name__
+
+
+#: Bad inputs and the one message every estimator gives for each (``{name}``: the estimator's).
+_BAD_X = {
+    "complex": (lambda X: X.astype(complex), r"^Complex data not supported: the data hold complex "
+                r"numbers \(dtype complex128\); expression values must be real numbers$"),
+    "nan": (lambda X: np.where(np.arange(X.size).reshape(X.shape) == 5, np.nan, X),
+            r"^Input X contains 1 NaN value\(s\) \(first in column 1\); impute or drop them"),
+    "sparse inf": (lambda X: sp.csr_matrix(np.where(np.arange(X.size).reshape(X.shape) == 6,
+                                                    np.inf, X)),
+                   r"^Input X contains 1 infinite value\(s\) \(first in column 2\)"),
+    "no samples": (lambda X: X[:0], r"^Found array with 0 sample\(s\) \(shape=\(0, 4\)\) while "
+                   r"a minimum of 1 is required by {name}\.$"),
+    "3-D": (lambda X: X[:, :, None], r"^Found array with dim 3, while dim <= 2 is required by "
+            r"{name}\.$"),
+    "strings": (lambda X: np.full(X.shape, "a"), r"^could not convert string to float"),
+}
+
+
+@pytest.mark.parametrize("case", list(_BAD_X))
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_bad_x_gets_one_error_from_every_estimator(cls, case):
+    X, y = _data(cls)
+    make, pattern = _BAD_X[case]
+    with pytest.raises(DataError, match=pattern.format(name=cls.__name__)):
+        cls(**FAST.get(cls.__name__, {})).fit(make(X), y)
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_predict_checks_x_against_the_fit(cls):
+    X, y = _data(cls)
+    est = _fit(cls, X, y)
+    with pytest.raises(DataError, match=rf"^X has 3 features, but {cls.__name__} is expecting 4 "
+                       "features as input.$"):
+        est.predict(X[:, :3])
+    with pytest.raises(DataError, match=r"^Complex data not supported: the data hold complex"):
+        est.predict(X.astype(complex))
+    frame = pd.DataFrame(X, columns=[f"g{i}" for i in range(X.shape[1])])
+    est = _fit(cls, frame, y)
+    with pytest.raises(DataError, match="The feature names should match those that were passed "
+                       "during fit"):
+        est.predict(frame.rename(columns={"g0": "other"}))
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        np.testing.assert_array_equal(est.predict(X), est.predict(frame))
+
+
+@pytest.mark.parametrize("cls", [c for c in ESTIMATORS if is_classifier(c())],
+                         ids=lambda c: c.__name__)
+def test_class_labels_are_checked_alike(cls):
+    X, _ = _data(cls)
+    est = cls(**FAST.get(cls.__name__, {}))
+    with pytest.raises(LabelError, match=rf"^{cls.__name__} requires y to be passed, but the "
+                       "target y is None.$"):
+        est.fit(X, None)
+    with pytest.raises(LabelError, match="^y has 29 labels but X has 30 samples"):
+        est.fit(X, np.arange(29) % 2)
+    with pytest.raises(LabelError, match=r"^y has one class only \('a'\)"):
+        est.fit(X, np.full(30, "a"))
+    three = np.array(["u", "v", "w"] * 10)
+    if not get_tags(est).classifier_tags.multi_class:
+        # One wording for every binary-only classifier (scikit-learn's check looks for the first
+        # sentence).
+        with pytest.raises(LabelError, match=(
+                rf"^Only binary classification is supported. {cls.__name__} is a binary "
+                r"classifier; y has 3 classes \('u', 'v', 'w'\). Fit one classifier per class "
+                r"\(e.g. sklearn.multiclass.OneVsRestClassifier\), or use ARDClassifier or "
+                "SpikeSlabClassifier, which fit one per class themselves.$")):
+            est.fit(X, three)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert list(est.fit(X, three).classes_) == ["u", "v", "w"]
 
 
 def test_same_prior_same_names():
