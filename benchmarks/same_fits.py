@@ -108,8 +108,10 @@ def save(folder: Path, names, jobs):
 def _compare_sets(folder: Path, names, jobs) -> bool:
     same = True
     for name, (pred, genes) in fit_sets(names, jobs).items():
+        # (round_trip: pandas' default parser can be 1 ulp off the 17 digits written)
         ref = pd.read_csv(folder / f"{name}_predictions.tsv.gz", sep="\t", dtype={"sample": str,
-                          "label": str, "predicted": str}, keep_default_na=False)
+                          "label": str, "predicted": str}, keep_default_na=False,
+                          float_precision="round_trip")
         ref_genes = pd.read_csv(folder / f"{name}_genes.tsv", sep="\t", keep_default_na=False,
                                 dtype={"genes": str})
         prob = [c for c in ref.columns if c.startswith("prob_")]
