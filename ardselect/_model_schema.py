@@ -63,6 +63,8 @@ def _jsonable(value):
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
+        if all(type(v) is float and math.isfinite(v) for v in value):
+            return list(value)  # plain finite numbers (a model's long vectors): kept as they are
         return [_jsonable(v) for v in value]
     if isinstance(value, np.ndarray):
         return [_jsonable(v) for v in value.tolist()]
