@@ -45,17 +45,14 @@ SPIKESLAB = "spike-slab"
 _WEIGHT_SUM_TOL = 1e-9
 
 
-def spikeslab_model_data(estimator, used) -> dict:
+def spikeslab_model_data(estimator) -> dict:
     """The fields of a fitted :class:`~ardselect.SpikeSlabClassifier` a prediction needs.
 
-    ``used`` are the estimator's input columns the model keeps (its usable genes), in order.
+    The model's genes are the estimator's usable input columns (``estimator._usable``, in order).
     Returns ``fit_intercept``, ``standardization`` (the estimator's own centring and scaling of
     those genes), ``problems`` (positive class filled in by the caller) and ``design`` (sample
     space only).
     """
-    if not np.array_equal(np.asarray(used), estimator._usable):
-        msg = "the model's genes must be the estimator's usable genes"
-        raise ModelError(msg)
     problems = []
     for mix in estimator._mixtures:
         nodes = []

@@ -594,7 +594,7 @@ class PortableModel:
         classes = list(classes)
         positives = [classes[1]] if len(classes) == 2 else classes
         used = estimator._usable
-        fields = spikeslab_model_data(estimator, used)
+        fields = spikeslab_model_data(estimator)
         if len(fields["problems"]) != len(positives):
             msg = f"{len(fields['problems'])} problems for {len(classes)} classes"
             raise ModelError(msg)
