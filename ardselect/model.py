@@ -466,6 +466,7 @@ class PortableModel:
     predicts ``sum_g w_g Phi(m_g / sqrt(1 + v_g))`` as the estimator does
     (:mod:`ardselect._spikeslab_model`); its covariance over every gene is built from the training
     rows, so the file holds the standardised training values when genes outnumber samples.
+    ``kind`` says which model a file holds: ``"ard"`` or ``"spike-slab"``.
     """
 
     def __init__(self, data: Mapping):
