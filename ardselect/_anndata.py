@@ -331,11 +331,13 @@ def _rank_core(
         hyper = est.hyper_results_.copy()
         hyper["class"] = [label_of[c] for c in hyper["class"]]
         hyper = hyper[list(_HYPER_COLUMNS)].reset_index(drop=True)
+        model = PortableModel.from_estimator(est, pre, kept_names, est_classes,
+                                             extra={"positive": positive, **(model_extra or {})})
         return RankResult(
             classes=est_classes, positive=positive, ranked=ranked,
             path=pd.DataFrame(columns=list(_PATH_COLUMNS)),
             frontier=pd.DataFrame(columns=list(_FRONTIER_COLUMNS)), chosen_step={},
-            log2_fc=lfc, preprocessor=pre, estimator=est, model=None, dropped=dropped,
+            log2_fc=lfc, preprocessor=pre, estimator=est, model=model, dropped=dropped,
             kind="spike-slab", credible=credible, hyper=hyper)
 
     path = est.path_.rename(columns={"n_basis": "n_features"})  # genes: the basis is features
@@ -649,8 +651,10 @@ def rank_genes(
         ``t_stat`` (float64) and ``credible_set`` (int64, 0 for a gene in no set), each prefixed by
         ``key`` (and in ``varm`` with more than two classes); ``uns[key]`` holds ``model``
         (``"spike-slab"``), ``threshold``, ``coverage``, ``ranked``, ``credible_sets``
-        (:func:`ardselect.get.credible_sets_df`) and ``hyper`` (the hyperprior's nodes and their
-        weights), but no path, frontier, chosen step or portable model. A credible set gathers
+        (:func:`ardselect.get.credible_sets_df`), ``hyper`` (the hyperprior's nodes and their
+        weights) and ``model_json`` (the portable spike-and-slab model, which holds the
+        standardised training values when genes outnumber samples), but no path, frontier or
+        chosen step. A credible set gathers
         correlated genes the data cannot tell apart whose PIPs add up to at least ``coverage``
         (0.95): the model probably holds one of them, though not which.
 

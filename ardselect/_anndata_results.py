@@ -47,7 +47,7 @@ class RankResult:
     log2_fc: dict  # class label -> (n_genes,) log2 fold change against the rest (scanpy's)
     preprocessor: Preprocessor
     estimator: object
-    model: PortableModel | None  # None for the spike-and-slab model (no portable form)
+    model: PortableModel
     dropped: np.ndarray  # names of the constant genes dropped
     kind: str = "ard"  # one of MODELS
     credible: pd.DataFrame | None = None  # _CREDIBLE_COLUMNS (spike-slab only)
@@ -363,7 +363,7 @@ def _preprocessing_record(result: RankResult, symbol_key) -> dict:
 
 
 def _spikeslab_record(adata, result: RankResult, problems, params, symbol_key):
-    """``uns[key]`` of ``model="spike-slab"``: no path, frontier, chosen step or portable model."""
+    """``uns[key]`` of ``model="spike-slab"``: no path, frontier or chosen step."""
     return {
         "params": _uns_value(params),
         "model": "spike-slab",
@@ -378,4 +378,5 @@ def _spikeslab_record(adata, result: RankResult, problems, params, symbol_key):
         "n_fit_samples": int(adata.n_obs),
         "n_store_passes": 0,
         "preprocessing": _preprocessing_record(result, symbol_key),
+        "model_json": result.model.to_json(),
     }

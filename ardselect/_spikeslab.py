@@ -24,8 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._base import _FamilyEstimator, label
 from ._classifier import INTERCEPT_ALPHA
 from ._constraints import Interval, Options, check_params
-from ._probit import log_Phi
-from ._spikeslab_ep import run_spikeslab_ep
+from ._spikeslab_ep import _Mixture, combine_problems, run_spikeslab_ep
 from ._validation import constant_columns
 
 __all__ = ["SpikeSlabClassifier", "credible_sets"]
@@ -121,49 +120,6 @@ def credible_sets(pip, Z, *, prior_inclusion, coverage=0.95, min_correlation=0.5
             sub = R[np.ix_(members, members)]
             sets.append((order[members], float(sub.min())))
     return sets
-
-
-class _Mixture:
-    """One binary problem: the EP fits at the hyperprior's nodes and their posterior weights."""
-
-    def __init__(self, fits, weights, expected, log_prior):
-        self.fits = fits  # SpikeSlabEP per node kept (weight > 0)
-        self.weights = weights  # (g,) posterior weights of the nodes, summing to 1
-        self.expected = expected  # (g,) expected genes of each node
-        self.log_prior = log_prior
-        self.log_evidence = np.nan
-
-    def summaries(self, p):
-        """Mixture mean and variance of ``(w, b)``, PIPs and the sign probability of each gene."""
-        w = self.weights
-        mean = sum(wi * f.mean for wi, f in zip(w, self.fits, strict=True))
-        second = sum(wi * (f.var + f.mean**2) for wi, f in zip(w, self.fits, strict=True))
-        pip = sum(wi * f.pip for wi, f in zip(w, self.fits, strict=True))
-        # P(weight has the sign of its posterior mean | included): each node's slab, weighted by
-        # the node's weight times the gene's inclusion there.
-        sign = np.sign(mean[:p])
-        num = sum(wi * f.pip * np.exp(log_Phi(sign * f.slab_mean / np.sqrt(f.slab_var)))
-                  for wi, f in zip(w, self.fits, strict=True))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            p_sign = np.where((pip > 0) & (sign != 0), num / pip, 0.5)
-        return mean, np.maximum(second - mean**2, 0.0), pip[:p], p_sign
-
-    def log_proba(self, Za):
-        """``log P(t = +1)``, ``log P(t = -1)`` and the latent's mixture mean and variance at ``Za``."""
-        lp, lm, means, variances = [], [], [], []
-        for f in self.fits:
-            m, v = f.latent(Za)
-            z = m / np.sqrt(1.0 + v)
-            lp.append(log_Phi(z))
-            lm.append(log_Phi(-z))
-            means.append(m)
-            variances.append(v)
-        log_w = np.log(self.weights)[:, None]
-        means, variances = np.array(means), np.array(variances)
-        mean = self.weights @ means
-        var = self.weights @ (variances + means**2) - mean**2
-        return (logsumexp(log_w + np.array(lp), axis=0), logsumexp(log_w + np.array(lm), axis=0),
-                mean, np.maximum(var, 0.0))
 
 
 class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, _FamilyEstimator):
@@ -380,6 +336,10 @@ class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, _FamilyEstimator):
         problems = [1] if classes.size == 2 else list(range(classes.size))
         nodes, log_prior, expected = self._nodes(Z.shape[1])
         self._prior_pip = float(np.exp(log_prior) @ nodes)  # P(gene in) before the data
+        # The posterior's covariance in sample space is built from the training rows: a portable
+        # model (ardselect.model) needs them when genes outnumber samples.
+        d = Z.shape[1] + int(self.fit_intercept)
+        self._design = Z if d > n else None
         self._mixtures, rows, n_iter = [], [], []
         for k in problems:
             t = np.where(y_idx == k, 1.0, -1.0)
@@ -439,6 +399,7 @@ class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, _FamilyEstimator):
         keep = weights > 0
         mix = _Mixture([f for f, k in zip(fits, keep, strict=True) if k], weights[keep],
                        expected[keep], log_prior[keep])
+        mix.signs = t
         table = pd.DataFrame({
             "class": positive, "expected_genes": expected, "prior_inclusion": nodes,
             "log_evidence": log_ev, "weight": weights, "converged": conv,
@@ -530,10 +491,7 @@ class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, _FamilyEstimator):
         ndarray of shape (n_samples, n_classes), columns in ``classes_`` order.
         """
         lp, lm, _, _ = self._log_proba_problems(X)
-        if lp.shape[1] == 1:
-            return np.column_stack([lm[:, 0], lp[:, 0]])
-        log_odds = lp - lm
-        return log_odds - logsumexp(log_odds, axis=1, keepdims=True)
+        return combine_problems(lp, lm)
 
     def predict_proba(self, X):
         """Class probabilities (:meth:`predict_log_proba`, exponentiated).

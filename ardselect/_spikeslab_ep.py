@@ -72,12 +72,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg.blas import dsyrk as _dsyrk
 from scipy.linalg.blas import dtrsm as _dtrsm
-from scipy.special import expit
+from scipy.special import expit, logsumexp
 
 from ._ep import LatentPosterior, _factor, _new_sites
 from ._probit import log_Phi
 
-__all__ = ["SpikeSlabEP", "prior_site_moments", "run_spikeslab_ep"]
+__all__ = ["SpikeSlabEP", "combine_problems", "prior_site_moments", "run_spikeslab_ep"]
 
 logger = logging.getLogger("ardselect")
 
@@ -470,3 +470,59 @@ def run_spikeslab_ep(P, *, prior_inclusion, slab_variance, intercept=None, inter
                        mean=mean, var=var, pip=pip, log_bf=log_bf, slab_mean=slab_mean,
                        slab_var=slab_var, prior_inclusion=p0, slab_variance=v_s,
                        log_evidence=log_ev, n_iter=n_sweeps, converged=converged, n_clipped=n_clipped)
+
+
+def combine_problems(lp, lm):
+    """Class log probabilities from each binary problem's ``log P(+)``, ``log P(-)`` (``(n, k)``).
+
+    One problem (two classes): ``[log P(-), log P(+)]``. One per class (one-vs-rest): a softmax of
+    their log odds, as :func:`ardselect._probit.ovr_log_proba` combines them.
+    """
+    if lp.shape[1] == 1:
+        return np.column_stack([lm[:, 0], lp[:, 0]])
+    log_odds = lp - lm
+    return log_odds - logsumexp(log_odds, axis=1, keepdims=True)
+
+
+class _Mixture:
+    """One binary problem: the EP fits at the hyperprior's nodes and their posterior weights."""
+
+    def __init__(self, fits, weights, expected, log_prior):
+        self.fits = fits  # SpikeSlabEP per node kept (weight > 0)
+        self.weights = weights  # (g,) posterior weights of the nodes, summing to 1
+        self.expected = expected  # (g,) expected genes of each node
+        self.log_prior = log_prior
+        self.log_evidence = np.nan
+        self.signs = None  # (n,) the training labels as +1 / -1 (the portable model needs them)
+
+    def summaries(self, p):
+        """Mixture mean and variance of ``(w, b)``, PIPs and the sign probability of each gene."""
+        w = self.weights
+        mean = sum(wi * f.mean for wi, f in zip(w, self.fits, strict=True))
+        second = sum(wi * (f.var + f.mean**2) for wi, f in zip(w, self.fits, strict=True))
+        pip = sum(wi * f.pip for wi, f in zip(w, self.fits, strict=True))
+        # P(weight has the sign of its posterior mean | included): each node's slab, weighted by
+        # the node's weight times the gene's inclusion there.
+        sign = np.sign(mean[:p])
+        num = sum(wi * f.pip * np.exp(log_Phi(sign * f.slab_mean / np.sqrt(f.slab_var)))
+                  for wi, f in zip(w, self.fits, strict=True))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p_sign = np.where((pip > 0) & (sign != 0), num / pip, 0.5)
+        return mean, np.maximum(second - mean**2, 0.0), pip[:p], p_sign
+
+    def log_proba(self, Za):
+        """``log P(t = +1)``, ``log P(t = -1)`` and the latent's mixture mean and variance at ``Za``."""
+        lp, lm, means, variances = [], [], [], []
+        for f in self.fits:
+            m, v = f.latent(Za)
+            z = m / np.sqrt(1.0 + v)
+            lp.append(log_Phi(z))
+            lm.append(log_Phi(-z))
+            means.append(m)
+            variances.append(v)
+        log_w = np.log(self.weights)[:, None]
+        means, variances = np.array(means), np.array(variances)
+        mean = self.weights @ means
+        var = self.weights @ (variances + means**2) - mean**2
+        return (logsumexp(log_w + np.array(lp), axis=0), logsumexp(log_w + np.array(lm), axis=0),
+                mean, np.maximum(var, 0.0))

@@ -360,12 +360,12 @@ def chosen_steps(adata, key: str = "ardselect") -> dict:
 
 
 def model(adata, key: str = "ardselect") -> PortableModel:
-    """The portable model stored by :func:`ardselect.rank_genes`, ready to ``predict_proba``."""
+    """The portable model stored by :func:`ardselect.rank_genes`, ready to ``predict_proba``.
+
+    ARD or spike-and-slab (``model="spike-slab"``; its :attr:`~ardselect.model.PortableModel.kind`
+    says which).
+    """
     stored = _stored(adata, key)
-    if _is_spikeslab(stored):
-        msg = (f"uns[{key!r}] holds spike-and-slab results, which have no portable model (its "
-               "predictions need the posterior over every gene); fit SpikeSlabClassifier to predict")
-        raise ArdselectError(msg)
     if "model_json" not in stored:
         msg = f"uns[{key!r}] holds no model"
         raise ArdselectError(msg)

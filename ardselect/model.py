@@ -1,21 +1,21 @@
-"""Portable models: a fitted ARD probit classifier as plain data, saved as JSON and applied anywhere.
+"""Portable models: a fitted probit classifier as plain data, saved as JSON and applied anywhere.
 
-:class:`PortableModel` keeps, per binary problem, the Gaussian posterior of the weights of the genes
-in the model (a :class:`Posterior`) and the preprocessing parameters of those genes. It predicts
-through the same code as :class:`ardselect.ARDClassifier`: the latent moments of each problem
-(:meth:`Posterior.latent`), then :func:`ardselect._probit.probit_log_proba`, which also combines
-one-vs-rest answers. :func:`load_model` reads ``model.json`` back.
+:class:`PortableModel` keeps, for an ARD fit, per binary problem, the Gaussian posterior of the
+weights of the genes in the model (a :class:`Posterior`) and the preprocessing parameters of those
+genes. It predicts through the same code as :class:`ardselect.ARDClassifier`: the latent moments of
+each problem (:meth:`Posterior.latent`), then :func:`ardselect._probit.probit_log_proba`, which
+also combines one-vs-rest answers. For a spike-and-slab fit (:class:`ardselect.SpikeSlabClassifier`,
+``kind == "spike-slab"``) it keeps each problem's mixture over the hyperprior's nodes, each node's
+posterior over every gene (:mod:`ardselect._spikeslab_model`), and predicts through the code of
+that estimator. :func:`load_model` reads ``model.json`` back, of either kind.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import NoReturn
 
 import numpy as np
 import pandas as pd
@@ -23,7 +23,22 @@ import scipy.sparse as sp
 
 from ._covariates import CovariateEncoder
 from ._lazy import is_dask
+from ._model_schema import (
+    _CORRUPTED,
+    _brief,
+    _is_number,
+    _jsonable,
+    _number,
+    _numbers,
+    _refuse,
+)
 from ._probit import probit_log_proba
+from ._spikeslab_model import (
+    SPIKESLAB,
+    SpikeSlabPredictive,
+    check_spikeslab_data,
+    spikeslab_model_data,
+)
 from ._validation import check_finite_named, check_unique_names
 from ._version import __version__
 from .exceptions import DataError, FileFormatError, ModelError
@@ -41,7 +56,13 @@ MODEL_FORMAT_VERSION = 3
 #: its problems): a reader of version 3 could not predict with it. Models without covariates
 #: keep :data:`MODEL_FORMAT_VERSION`.
 COVARIATES_FORMAT_VERSION = 4
-_READABLE_VERSIONS = (1, 2, 3, 4)
+#: The version of a spike-and-slab model (``"model": "spike-slab"``: a mixture over hyperprior
+#: nodes, no ``Posterior`` per problem): a reader of version 4 could not predict with it. ARD
+#: models keep the versions above.
+SPIKESLAB_FORMAT_VERSION = 5
+_READABLE_VERSIONS = (1, 2, 3, 4, 5)
+#: The kinds of model a file may hold (its ``model`` field; absent: ``"ard"``).
+MODEL_KINDS = ("ard", SPIKESLAB)
 
 #: The scale check of new data (:class:`DataScaleWarning`), three rules on the model's genes after
 #: the model's floor, cap and log, with the training mean, sd, range and whole-number flags kept in
@@ -219,51 +240,7 @@ def _unit_interval(values, what: str, fields: Sequence[str]) -> np.ndarray:
 # The schema of a model file: every field a prediction reads is checked when the model is built
 # ---------------------------------------------------------------------------------------------
 
-_CORRUPTED = "the model file is corrupted or was edited"
-#: Largest magnitude of a number in a model. A fit on standardised genes gives weights, variances
-#: and preprocessing values many orders of magnitude below; beyond it, products such as the
-#: predictive variance ``x' cov x`` could overflow to infinity.
-_MAX_ABS = 1e100
 _LOGS = ("none", "log2", "log10", "ln")
-
-
-def _brief(value) -> str:
-    """A short rendering of a JSON value for a message."""
-    text = json.dumps(value, default=str)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _refuse(field: str, what: str, value=None, *, shown: bool = True) -> NoReturn:
-    """Raise the :class:`ModelError` of a field that is not ``what``."""
-    got = f", got {_brief(value)}" if shown else ""
-    msg = f"model field {field} must be {what}{got}; {_CORRUPTED}"
-    raise ModelError(msg)
-
-
-def _is_number(value) -> bool:
-    """A finite JSON number of sensible size (``true`` / ``false`` are not numbers)."""
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and abs(value) <= _MAX_ABS)  # NaN fails the comparison, inf exceeds it
-
-
-def _number(value, field: str, *, low=None, positive=False):
-    if not _is_number(value) or (low is not None and value < low) or (positive and value <= 0):
-        what = ("a positive number" if positive else
-                f"a number >= {low:g}" if low is not None else "a finite number")
-        _refuse(field, what, value)
-    return float(value)
-
-
-def _numbers(value, field: str, n: int, what: str = "finite numbers") -> np.ndarray:
-    """A list of ``n`` finite numbers."""
-    if not isinstance(value, list) or len(value) != n:
-        size = f"{len(value)} entries" if isinstance(value, list) else _brief(value)
-        msg = f"model field {field} must be a list of {n} {what}, got {size}; {_CORRUPTED}"
-        raise ModelError(msg)
-    bad = next((k for k, v in enumerate(value) if not _is_number(v)), None)
-    if bad is not None:
-        _refuse(f"{field}[{bad}]", "a finite number", value[bad])
-    return np.asarray(value, dtype=np.float64)
 
 
 def _optional(data: Mapping, key: str, kind: type, what: str):
@@ -346,7 +323,8 @@ def check_model_data(data: Mapping) -> None:
     Every field a prediction reads is checked for its type, size and range (finite numbers,
     positive scales, a known log, one problem per class, covariances as square as their index),
     so a corrupted or edited file is refused naming its first bad field instead of predicting
-    garbage. Unknown fields are ignored. A ``format_version`` newer than this ardselect reads is
+    garbage; a spike-and-slab model's fields likewise (:func:`check_spikeslab_data`). Unknown
+    fields are ignored. A ``format_version`` newer than this ardselect reads is
     refused, not read.
     """
     if data.get("format") != MODEL_FORMAT:
@@ -362,6 +340,12 @@ def check_model_data(data: Mapping) -> None:
                else f"; {_CORRUPTED}")
         )
         raise ModelError(msg)
+    kind = data.get("model", "ard")
+    if kind not in MODEL_KINDS:
+        _refuse("model", f"one of {', '.join(MODEL_KINDS)}", kind)
+    if kind == SPIKESLAB and version < SPIKESLAB_FORMAT_VERSION:
+        _refuse("format_version", f"{SPIKESLAB_FORMAT_VERSION} for a spike-and-slab model",
+                version)
     features = data.get("features")
     if not isinstance(features, list) or not all(isinstance(f, str) and f for f in features):
         _refuse("features", "a list of gene names", features)
@@ -383,13 +367,16 @@ def check_model_data(data: Mapping) -> None:
         raise ModelError(msg)
     positives = [classes[1]] if len(classes) == 2 else classes
     n_covariates = 0
-    if data.get("covariates") is not None:
+    if kind == SPIKESLAB:
+        check_spikeslab_data(data, len(features), positives)
+    elif data.get("covariates") is not None:
         if version < COVARIATES_FORMAT_VERSION:
             _refuse("format_version", f"{COVARIATES_FORMAT_VERSION} for a model with covariates",
                     version)
         n_covariates = len(CovariateEncoder.from_dict(data["covariates"]).column_names_)
     for k, (prob, positive) in enumerate(zip(problems, positives, strict=True)):
-        _check_problem(k, prob, len(features), positive, n_covariates)
+        if kind != SPIKESLAB:
+            _check_problem(k, prob, len(features), positive, n_covariates)
     _check_preprocessing(data.get("preprocessing"), len(features))
     space = data.get("input")
     if space is not None:
@@ -439,27 +426,6 @@ class Posterior:
         return mean, var
 
 
-def _jsonable(value):
-    """Plain Python version of ``value`` for JSON (numpy scalars and arrays included)."""
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [_jsonable(v) for v in value.tolist()]
-    if isinstance(value, np.generic):
-        return _jsonable(value.item())
-    if isinstance(value, float):
-        if math.isnan(value):
-            return None
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return value
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
 def _versions() -> dict:
     import platform
 
@@ -493,6 +459,14 @@ class PortableModel:
     ``combine_temperature``. A model fitted with known covariates (:attr:`covariates`) records
     their encoding and adds their weights to ``h`` and ``v``; it reads them from the new
     samples by name.
+
+    A spike-and-slab model (:attr:`kind` ``"spike-slab"``, from
+    :class:`ardselect.SpikeSlabClassifier`) keeps instead, per binary problem, the hyperprior's
+    nodes with their posterior weights and each node's Gaussian posterior over every gene, and
+    predicts ``sum_g w_g Phi(m_g / sqrt(1 + v_g))`` as the estimator does
+    (:mod:`ardselect._spikeslab_model`); its covariance over every gene is built from the training
+    rows, so the file holds the standardised training values when genes outnumber samples.
+    ``kind`` says which model a file holds: ``"ard"`` or ``"spike-slab"``.
     """
 
     def __init__(self, data: Mapping):
@@ -505,6 +479,12 @@ class PortableModel:
         self.classes = list(self.data["classes"])
         self.problems = list(self.data["problems"])
         self.preprocessing = dict(self.data["preprocessing"])
+        self.kind = str(self.data.get("model", "ard"))
+        if self.kind == SPIKESLAB:
+            self._spikeslab = SpikeSlabPredictive(self.data)
+            self._posteriors, self._covariates = [], None
+            return
+        self._spikeslab = None
         self._posteriors = [self._posterior(k, prob) for k, prob in enumerate(self.problems)]
         record = self.data.get("covariates")
         self._covariates = None if record is None else CovariateEncoder.from_dict(record)
@@ -560,8 +540,12 @@ class PortableModel:
         """Build from a fitted ``ARDClassifier`` and the :class:`Preprocessor` that fed it.
 
         ``feature_names`` name the estimator's input columns (the preprocessor's kept genes) and
-        ``classes`` the original class labels, in the order of ``estimator.classes_``.
+        ``classes`` the original class labels, in the order of ``estimator.classes_``. A fitted
+        :class:`~ardselect.SpikeSlabClassifier` gives a spike-and-slab model (:attr:`kind`).
         """
+        if hasattr(estimator, "_mixtures"):  # a SpikeSlabClassifier
+            return cls._from_spikeslab(estimator, preprocessor, feature_names, classes,
+                                       extra=extra)
         posteriors = list(estimator.posteriors_)
         temperature = np.asarray(getattr(estimator, "temperature_", np.ones(len(posteriors))))
         scale = np.asarray(getattr(estimator, "variance_scale_", np.ones(len(posteriors))))
@@ -605,9 +589,42 @@ class PortableModel:
             data["format_version"] = COVARIATES_FORMAT_VERSION
         return cls(data)
 
+    @classmethod
+    def _from_spikeslab(cls, estimator, preprocessor, feature_names, classes, *, extra=None):
+        """A spike-and-slab model: every usable gene is in it (no weight is exactly zero)."""
+        classes = list(classes)
+        positives = [classes[1]] if len(classes) == 2 else classes
+        used = estimator._usable
+        fields = spikeslab_model_data(estimator)
+        if len(fields["problems"]) != len(positives):
+            msg = f"{len(fields['problems'])} problems for {len(classes)} classes"
+            raise ModelError(msg)
+        for prob, positive in zip(fields["problems"], positives, strict=True):
+            prob["positive"] = _jsonable(positive)
+        data = {
+            "format": MODEL_FORMAT,
+            "format_version": SPIKESLAB_FORMAT_VERSION,
+            "model": SPIKESLAB,
+            "classes": _jsonable(classes),
+            "features": [str(feature_names[j]) for j in used],
+            "preprocessing": preprocessor.to_dict(used),
+            **fields,
+            "n_features_trained": int(preprocessor.n_features_in_),
+            "versions": _versions(),
+        }
+        if extra:
+            data.update(_jsonable(dict(extra)))
+        return cls(data)
+
     def to_json(self) -> str:
-        """The model as JSON text (floats written with full round-trip precision)."""
-        return json.dumps(_jsonable(self.data), indent=1, sort_keys=True, allow_nan=False) + "\n"
+        """The model as JSON text (floats written with full round-trip precision).
+
+        An ARD model is indented one space per level; a spike-and-slab model, whose posteriors
+        span every gene, is written without line breaks.
+        """
+        indent = None if self.kind == SPIKESLAB else 1
+        return json.dumps(_jsonable(self.data), indent=indent, sort_keys=True,
+                          allow_nan=False) + "\n"
 
     def save(self, path) -> None:
         """Write the model as JSON, atomically."""
@@ -699,7 +716,15 @@ class PortableModel:
 
     @property
     def posteriors(self) -> list[Posterior]:
-        """One :class:`Posterior` per binary problem, indexed into the model's ``features``."""
+        """One :class:`Posterior` per binary problem, indexed into the model's ``features``.
+
+        An ARD model's only: a spike-and-slab model predicts with a mixture over its hyperprior's
+        nodes, not one Gaussian posterior per problem.
+        """
+        if self.kind == SPIKESLAB:
+            msg = ("a spike-and-slab model has no single posterior per problem (it predicts with "
+                   "a mixture over its hyperprior's nodes); see model.data['problems']")
+            raise ModelError(msg)
         return list(self._posteriors)
 
     def _log_proba_array(self, data, feature_names=None, covariates=None) -> np.ndarray:
@@ -710,6 +735,11 @@ class PortableModel:
         _check_scale(X, Z * np.asarray(self.preprocessing["scale"], dtype=np.float64)
                      + np.asarray(self.preprocessing["center"], dtype=np.float64),
                      self.preprocessing)
+        if self._spikeslab is not None:
+            log_proba = self._spikeslab.log_proba(Z)  # what SpikeSlabClassifier runs
+            # (log_Phi stays finite in log space: only a NaN marks values it cannot take)
+            self._refuse_rows(np.isnan(log_proba).any(axis=1), data)
+            return log_proba
         # column -1 is the intercept, -2 - j the encoded covariate j
         design = np.hstack([Z, C, np.ones((Z.shape[0], 1))])
         moments = [post.latent(design) for post in self.posteriors]
@@ -720,6 +750,12 @@ class PortableModel:
                                      self._variance_scale, self._offset)
         bad = ~(np.isfinite(mean).all(axis=1) & np.isfinite(var).all(axis=1)
                 & ~np.isnan(log_proba).any(axis=1))
+        self._refuse_rows(bad, data)
+        return log_proba
+
+    @staticmethod
+    def _refuse_rows(bad: np.ndarray, data) -> None:
+        """A :class:`ModelError` naming the samples (``bad``) given no finite probability."""
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             msg = (f"the model gives no finite probability for {int(bad.sum())} sample(s), first "
@@ -727,7 +763,6 @@ class PortableModel:
                    "too large for it; check that the data are the kind of values the model was "
                    "fitted on")
             raise ModelError(msg)
-        return log_proba
 
     def _labelled(self, values: np.ndarray, data):
         """A DataFrame (sample index, one column per class) for AnnData or DataFrame input."""

@@ -244,6 +244,20 @@ QuietOpt = Annotated[
 ]
 
 
+def refuse_given(ctx, options: dict, context: str) -> None:
+    """A usage error (exit 2) for the first of ``options`` given on the command line.
+
+    ``options`` maps a parameter name to its option and why it does not apply with ``context``
+    (such as ``--model spike-slab``).
+    """
+    for name, (option, why) in options.items():
+        # (compared by name: typer may ship its own copy of click's ParameterSource)
+        source = ctx.get_parameter_source(name)
+        if source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):
+            msg = f"{option} does not apply to {context} ({why}); leave it out"
+            raise UsageError(msg)
+
+
 def seed_value(seed: int) -> int:
     """``--seed`` as numpy and scikit-learn take seeds: itself in [0, 2**32), others hashed into it.
 

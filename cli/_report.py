@@ -384,7 +384,8 @@ def write_fit_report(folder: Path, adata, *, data: Path, label_key: str, command
 EVALUATE_COLUMNS = {
     "method": "The model: ARD-EP is the default (model size by inner cross-validation); "
               "ARD-EP (loo) and (evidence) are the models the paper's criteria pick on the same "
-              "path; the others are the baselines.",
+              "path; SpikeSlab-EP is the spike-and-slab model (--model spike-slab), whose genes "
+              "are those with PIP above 0.5; the others are the baselines.",
     "error rate %": "Held-out error rate, mean &#177; standard error over the partitions.",
     "genes": "Genes the fitted model uses, mean &#177; standard error.",
     "log-loss": "Held-out log-loss (lower is better), mean &#177; standard error.",

@@ -25,6 +25,7 @@ from ._options import (
     LogOpt,
     MaxGenesOpt,
     MaxStepsOpt,
+    Model,
     Multiclass,
     MulticlassOpt,
     OverwriteOpt,
@@ -42,6 +43,7 @@ from ._options import (
     covariate_names,
     covariates_to_obs,
     read_input,
+    refuse_given,
     seed_value,
 )
 from ._report import command_line, write_evaluate_report
@@ -59,12 +61,37 @@ from ._util import (
 EVALUATE_FOLDER = ("splits.tsv", "summary.tsv", "predictions.tsv", "selection.tsv",
                    "stability.tsv", "leave_group_out.tsv", "leave_group_out_predictions.tsv",
                    "calibration.tsv", "calibration.png", "report.html")
+#: The method name of ``--model spike-slab`` in the tables (ARD's is "ARD-EP").
+SPIKESLAB_METHOD = "SpikeSlab-EP"
+#: Options of the ARD model that ``evaluate --model spike-slab`` refuses when given, and why.
+ARD_ONLY = {
+    "max_steps": ("--max-steps", "it has no path"),
+    "max_genes": ("--max-genes", "it averages over gene sets instead of choosing one"),
+    "cv_rule": ("--cv-rule", "it runs no inner cross-validation"),
+    "multiclass": ("--multiclass", "it fits each class against the rest"),
+    "covariates": ("--covariates", "it holds no covariates"),
+}
 
 
 def evaluate(
     ctx: typer.Context,
     data: DataArg,
     label_key: LabelKeyOpt = "label",
+    model: Annotated[
+        Model,
+        typer.Option(
+            "--model",
+            "-m",
+            help="'ard' (the default): ARD-EP, the ARD probit path with the model size chosen by "
+            "inner cross-validation, and the models the paper's criteria pick on it. "
+            "'spike-slab': SpikeSlab-EP, the spike-and-slab probit fitted by EP, which averages "
+            "over gene sets (its genes: those with pip > 0.5); it takes none of the options of "
+            "the ARD path (--max-steps, --max-genes, --cv-rule, --multiclass, --covariates), and "
+            "--groups holds groups out of the partitions without EP's leave-one-group-out "
+            "estimate.",
+            case_sensitive=False,
+        ),
+    ] = Model.ard,
     positive: PositiveOpt = None,
     layer: LayerOpt = None,
     use_raw: UseRawOpt = False,
@@ -113,7 +140,7 @@ def evaluate(
             "--groups",
             help="obs column (e.g. donor or patient) whose groups are held out whole: no group is "
             "in both the training and the test part of a partition. Also reports EP's "
-            "leave-one-group-out estimate from one fit (-o: leave_group_out.tsv).",
+            "leave-one-group-out estimate from one fit of ARD-EP (-o: leave_group_out.tsv).",
             show_default=False,
         ),
     ] = None,
@@ -146,6 +173,7 @@ def evaluate(
     Each partition is preprocessed on its training part only and fitted once with the default
     model choice ("ARD-EP": inner cross-validation); the models the paper's criteria pick on the same
     path are tested too ("ARD-EP (loo)", "(evidence)"), beside the baselines with --baselines.
+    With --model spike-slab the spike-and-slab model is fitted instead ("SpikeSlab-EP").
     Reports mean +- standard error over
     partitions.
     """
@@ -159,6 +187,9 @@ def evaluate(
 
         from ._util import task_progress
 
+        spikeslab = model.value == "spike-slab"
+        if spikeslab:
+            refuse_given(ctx, ARD_ONLY, "--model spike-slab")
         seed = seed_value(seed)
         if splits < 1:
             msg = f"--splits must be at least 1, got {splits}"
@@ -224,7 +255,10 @@ def evaluate(
                   "cv_rule": cv_rule.value, "multiclass": multiclass.value}
         if max_steps is not None:
             params["max_steps"] = int(max_steps)
-        methods = {"ARD-EP": ardselect.ARDClassifier(random_state=seed, **params)}
+        if spikeslab:
+            methods = {SPIKESLAB_METHOD: ardselect.SpikeSlabClassifier(constant_features="ignore")}
+        else:
+            methods = {"ARD-EP": ardselect.ARDClassifier(random_state=seed, **params)}
         covariate_values = None
         if held:
             # Encoded once on every sample (no label is read): levels and scales are those of
@@ -239,7 +273,7 @@ def evaluate(
                                         cap=cap, standardize=standardize)
         progress = task_progress(splits, "partitions", quiet=quiet)
         kwargs = {
-            "criteria": {"ARD-EP": ["loo", "evidence"]},
+            "criteria": {} if spikeslab else {"ARD-EP": ["loo", "evidence"]},
             "preprocessor": pre,
             "n_splits": splits,
             "train_size": int(train_size) if train_size >= 1 else float(train_size),
@@ -261,7 +295,7 @@ def evaluate(
                     **kwargs)
         summary = summarize(results, predictions)
         logo = logo_pred = None
-        if group_values is not None:
+        if group_values is not None and not spikeslab:
             logo, logo_pred = ardselect.model_selection.ep_leave_group_out(
                 methods["ARD-EP"], X, y, group_values, criteria=("loo", "evidence"),
                 preprocessor=pre, sample_ids=adata.obs_names.to_numpy(),

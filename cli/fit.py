@@ -46,6 +46,7 @@ from ._options import (
     data_shape,
     fitted_on_raw,
     read_input,
+    refuse_given,
     seed_value,
 )
 from ._report import command_line, write_fit_report
@@ -66,7 +67,7 @@ FIT_OUTPUTS = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "weights.png", 
 #: Written with ``--criterion cv`` only.
 FRONTIER_OUTPUTS = ("frontier.tsv", "frontier.png")
 #: Written with ``--model spike-slab`` (besides ``genes.rnk`` or ``rnk/``).
-SPIKESLAB_OUTPUTS = ("genes.tsv", "credible_sets.tsv", "genes.gmt")
+SPIKESLAB_OUTPUTS = ("genes.tsv", "credible_sets.tsv", "genes.gmt", "model.json")
 #: Everything ``fit`` may write in its folder (``rnk/`` with more than two classes): an existing
 #: folder holding anything else is not replaced.
 #: Above this many samples without ``--max-samples``, ``fit`` says how long the exact fit can take
@@ -111,7 +112,8 @@ def fit(
             "model and its prior of 1 to 20 expected genes; not a p-value), selected = pip > "
             "0.5, and credible_set: the id of the gene's credible set (correlated genes the data "
             "cannot tell apart whose PIPs add up to >= 0.95; empty if none), also listed in "
-            "credible_sets.tsv. It writes no path, frontier, plots or model.json, and takes none "
+            "credible_sets.tsv; model.json holds the model for 'ardselect predict'. It writes no "
+            "path, frontier or plots, and takes none "
             "of the options of the ARD path (--criterion, --max-genes, --cv-rule, "
             "--inclusion-penalty, --max-steps, --multiclass, --seed, --lazy, --max-samples).",
             case_sensitive=False,
@@ -207,7 +209,8 @@ def fit(
             "frontier.png (held-out log-loss and error against the number of genes; --criterion "
             "cv), path.tsv, path.png, weights.png, certainty.png, model.json, report.html (one "
             "self-contained page: summary, signature table, figures, the command). With --model "
-            "spike-slab: genes.tsv, credible_sets.tsv, genes.gmt and genes.rnk (or rnk/).",
+            "spike-slab: genes.tsv, credible_sets.tsv, genes.gmt, genes.rnk (or rnk/) and "
+            "model.json.",
         ),
     ] = Path("results"),
     write_h5ad: Annotated[
@@ -386,12 +389,7 @@ def fit(
 
 def _refuse_ard_options(ctx):
     """A usage error (exit 2) for the first option of the ARD path given with --model spike-slab."""
-    for name, (option, why) in ARD_ONLY.items():
-        # (compared by name: typer may ship its own copy of click's ParameterSource)
-        source = ctx.get_parameter_source(name)
-        if source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):
-            msg = f"{option} does not apply to --model spike-slab ({why}); leave it out"
-            raise UsageError(msg)
+    refuse_given(ctx, ARD_ONLY, "--model spike-slab")
 
 
 def _attach_symbols(adata, path: Path) -> None:
@@ -419,7 +417,7 @@ def _attach_symbols(adata, path: Path) -> None:
 
 def _fit_spikeslab(adata, data, label_key, *, positive, layer, use_raw, log, pseudocount, floor,
                    cap, standardize, symbol_key, out, write_h5ad, quiet, show, overwrite):
-    """``fit --model spike-slab``: rank genes by PIP and write genes.tsv, credible_sets.tsv, .gmt, .rnk."""
+    """``fit --model spike-slab``: rank genes by PIP and write SPIKESLAB_OUTPUTS and the .rnk files."""
     import ardselect
 
     if not quiet:
@@ -440,6 +438,7 @@ def _fit_spikeslab(adata, data, label_key, *, positive, layer, use_raw, log, pse
         ardselect.io.write_gmt(ardselect.get.gene_sets(adata), tmp / "genes.gmt")
         for name, group in _rnk_files(adata):
             ardselect.io.write_rnk(ardselect.get.ranked_list(adata, group=group), tmp / name)
+        ardselect.get.model(adata).save(tmp / "model.json")
         if write_h5ad is not None:
             adata.write_h5ad(tx.file(write_h5ad))
         tx.commit()

@@ -35,7 +35,8 @@ def predict(
     model: Annotated[
         Path,
         typer.Argument(
-            help="model.json written by 'ardselect fit'.", show_default=False, metavar="MODEL"
+            help="model.json written by 'ardselect fit' (the default model or --model "
+            "spike-slab).", show_default=False, metavar="MODEL"
         ),
     ],
     data: DataArg,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -48,7 +50,7 @@ def test_files_and_columns(fitted):
     assert result.exit_code == 0, result.stderr
     out = work / "res"
     assert sorted(p.name for p in out.iterdir()) == ["credible_sets.tsv", "genes.gmt",
-                                                    "genes.rnk", "genes.tsv"]
+                                                    "genes.rnk", "genes.tsv", "model.json"]
     genes = pd.read_csv(out / "genes.tsv", sep="\t", keep_default_na=False)
     assert list(genes.columns) == [c for c in _SPIKESLAB_COLUMNS if c != "class"]
     by_gene = genes.set_index("gene")
@@ -81,7 +83,7 @@ def test_h5ad_record(fitted):
 def test_deterministic(table, fitted, tmp_path):
     _, work = fitted
     assert run("fit", table, "-m", "spike-slab", "-q", "--out", tmp_path / "again").exit_code == 0
-    for name in ("genes.tsv", "credible_sets.tsv", "genes.gmt", "genes.rnk"):
+    for name in ("genes.tsv", "credible_sets.tsv", "genes.gmt", "genes.rnk", "model.json"):
         assert (tmp_path / "again" / name).read_bytes() == (work / "res" / name).read_bytes()
 
 
@@ -125,3 +127,137 @@ def test_help_and_choices():
     assert "posterior probability" in text
     assert "0.5" in text
     assert "credible_sets.tsv" in fit_module.FIT_FOLDER
+
+
+# ------------------------------------------------------------------------ model.json and predict
+def _in_memory(table):
+    """SpikeSlabClassifier on the preprocessing fit applies to the table (no log: normal values)."""
+    from ardselect.preprocessing import Preprocessor
+
+    df = pd.read_csv(table)
+    y = df.pop("label").astype(str).to_numpy()
+    pre = Preprocessor().fit(df.to_numpy(), feature_names=df.columns)
+    assert pre.log_ == "none"
+    Z = pre.transform(df.to_numpy())
+    return ardselect.SpikeSlabClassifier().fit(Z, y), Z, df
+
+
+def _check_predict(table, folder, tmp_path):
+    est, Z, df = _in_memory(table)
+    model = ardselect.model.load_model(folder / "model.json")
+    assert model.kind == "spike-slab"
+    expected = est.predict_proba(Z)
+    np.testing.assert_allclose(model.predict_proba(df).to_numpy(), expected, rtol=1e-12,
+                               atol=1e-300)
+    result = run("predict", folder / "model.json", table, "-o", tmp_path / "pred.tsv")
+    assert result.exit_code == 0, result.stderr
+    pred = pd.read_csv(tmp_path / "pred.tsv", sep="\t")
+    classes = [str(c) for c in est.classes_]
+    assert list(pred.columns) == ["sample", "label", "predicted",
+                                  *(f"prob_{c}" for c in classes)]
+    # written with 12 significant digits
+    np.testing.assert_allclose(pred[[f"prob_{c}" for c in classes]].to_numpy(), expected,
+                               rtol=1e-11, atol=1e-15)
+    np.testing.assert_array_equal(pred["predicted"], est.predict(Z))
+    assert "misclassified (label)" in result.stderr
+
+
+def test_model_json_predicts_as_the_estimator(table, fitted, tmp_path):
+    _, work = fitted
+    _check_predict(table, work / "res", tmp_path)
+
+
+@pytest.fixture(scope="module")
+def wide_three_classes(tmp_path_factory):
+    """30 samples x 45 genes, three classes: genes outnumber samples (the file holds the rows)."""
+    rng = np.random.default_rng(1)
+    n, p = 30, 45
+    X = rng.normal(size=(n, p))
+    X[:, 1] = X[:, 0] + 0.05 * rng.normal(size=n)
+    y = np.where(X[:, 0] > 0.4, "a", np.where(X[:, 5] > 0, "b", "c"))
+    df = pd.DataFrame(X, columns=[f"g{j}" for j in range(p)])
+    df.insert(0, "label", y)
+    path = tmp_path_factory.mktemp("wide") / "wide.csv"
+    df.to_csv(path, index=False)
+    return path
+
+
+def test_model_json_predicts_as_the_estimator_three_classes(wide_three_classes, tmp_path):
+    result = run("fit", wide_three_classes, "-m", "spike-slab", "-q", "--out", tmp_path / "res")
+    assert result.exit_code == 0, result.stderr
+    stored = json.loads((tmp_path / "res" / "model.json").read_text())
+    assert stored["model"] == "spike-slab"
+    assert len(stored["problems"]) == 3
+    assert len(stored["design"]) == 30  # sample space: the standardised training rows
+    _check_predict(wide_three_classes, tmp_path / "res", tmp_path)
+
+
+def test_edited_model_json_is_refused_in_one_line(fitted, table, tmp_path):
+    _, work = fitted
+    data = json.loads((work / "res" / "model.json").read_text())
+    data["problems"][0]["nodes"][0]["alpha"][2] = -1.0
+    (tmp_path / "model.json").write_text(json.dumps(data))
+    result = run("predict", tmp_path / "model.json", table, "-o", tmp_path / "p.tsv")
+    assert result.exit_code != 0
+    errors = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(errors) == 1
+    assert "nodes[0].alpha[2] must be a positive number" in errors[0]
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "p.tsv").exists()
+
+
+# ------------------------------------------------------------------------------------- evaluate
+def _evaluate(table, folder, *args):
+    return run("evaluate", table, "--splits", 2, "-j", 1, "-q", "-o", folder, *args)
+
+
+def test_evaluate_spikeslab_writes_the_default_outputs(table, tmp_path):
+    from ardselect_cli import evaluate as evaluate_module
+
+    result = _evaluate(table, tmp_path / "ev", "--model", "spike-slab")
+    assert result.exit_code == 0, result.stderr
+    # every file of the default evaluate but EP's leave-one-group-out (--groups only)
+    expected = {f for f in evaluate_module.EVALUATE_FOLDER if not f.startswith("leave_group")}
+    assert {p.name for p in (tmp_path / "ev").iterdir()} == expected
+    summary = pd.read_csv(tmp_path / "ev" / "summary.tsv", sep="\t")
+    assert list(summary["method"]) == ["SpikeSlab-EP", "L1-logistic"]
+    pred = pd.read_csv(tmp_path / "ev" / "predictions.tsv", sep="\t")
+    assert {"prob_normal", "prob_tumour"} <= set(pred.columns)
+    spike = pred[pred["method"] == "SpikeSlab-EP"]
+    np.testing.assert_allclose(spike[["prob_normal", "prob_tumour"]].sum(axis=1), 1.0)
+    assert (summary["error_rate_mean"] < 0.2).all()
+    assert "SpikeSlab-EP" in (tmp_path / "ev" / "report.html").read_text()
+
+
+@pytest.mark.slow
+def test_evaluate_spikeslab_files_and_columns_match_ard(table, tmp_path):
+    assert _evaluate(table, tmp_path / "ss", "--model", "spike-slab").exit_code == 0
+    assert _evaluate(table, tmp_path / "ard").exit_code == 0
+    ss = sorted(p.name for p in (tmp_path / "ss").iterdir())
+    assert ss == sorted(p.name for p in (tmp_path / "ard").iterdir())
+    for name in ss:
+        if name.endswith(".tsv"):
+            a = pd.read_csv(tmp_path / "ss" / name, sep="\t", nrows=1)
+            b = pd.read_csv(tmp_path / "ard" / name, sep="\t", nrows=1)
+            if name == "selection.tsv":  # one column per method
+                continue
+            assert list(a.columns) == list(b.columns), name
+
+
+@pytest.mark.parametrize("args", [
+    ("--max-steps", "10"), ("--max-genes", "3"), ("--cv-rule", "1se"),
+    ("--multiclass", "shared"), ("--covariates", "g3"),
+])
+def test_evaluate_refuses_ard_options(table, tmp_path, args):
+    result = run("evaluate", table, "--model", "spike-slab", *args, "-o", tmp_path / "x")
+    assert result.exit_code == 2
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("ardselect: error: ")]
+    assert len(errors) == 1
+    assert f"{args[0]} does not apply to --model spike-slab" in errors[0]
+    assert not (tmp_path / "x").exists()
+
+
+def test_evaluate_help_names_the_model():
+    text = " ".join(run("evaluate", "--help").stdout.split())
+    assert "spike-slab" in text
+    assert "SpikeSlab-EP" in text

@@ -207,8 +207,8 @@ def test_edited_model_file_is_refused_naming_the_field(tmp_path, edit, pattern):
 
 def test_model_from_a_newer_ardselect_is_refused(tmp_path):
     path = tmp_path / "model.json"
-    path.write_text(_edited(_set(["format_version"], 5)))
-    with pytest.raises(ModelError, match=r"format version 5 is not supported by ardselect .* "
+    path.write_text(_edited(_set(["format_version"], 6)))
+    with pytest.raises(ModelError, match=r"format version 6 is not supported by ardselect .* "
                                          r"it was written by a newer ardselect: upgrade"):
         load_model(path)
 

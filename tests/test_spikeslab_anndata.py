@@ -88,8 +88,25 @@ def test_h5ad_round_trip(ranked_copies, tmp_path):
                                   ardselect.get.credible_sets_df(ranked_copies))
 
 
+def test_portable_model_predicts_as_the_estimator(ranked_copies, tmp_path):
+    adata = ranked_copies
+    model = ardselect.get.model(adata)
+    assert model.kind == "spike-slab"
+    assert "g7" not in model.features  # the constant gene is in no model
+    Z = Preprocessor(log="none").fit(adata.X).transform(adata.X)
+    clf = SpikeSlabClassifier(constant_features="ignore").fit(
+        Z, (adata.obs["tissue"] == "tumour").astype(int))
+    got = model.predict_proba(adata)
+    assert list(got.columns) == ["normal", "tumour"]
+    np.testing.assert_allclose(got.to_numpy(), clf.predict_proba(Z), rtol=1e-12, atol=1e-15)
+    # the record survives an h5ad round trip
+    adata.write_h5ad(tmp_path / "r.h5ad")
+    back = ardselect.get.model(ad.read_h5ad(tmp_path / "r.h5ad"))
+    np.testing.assert_array_equal(back.predict_proba(adata).to_numpy(), got.to_numpy())
+
+
 def test_readers_of_ard_only_results_refuse(ranked_copies):
-    for reader in (ardselect.get.model, ardselect.get.path_df, ardselect.get.chosen_steps):
+    for reader in (ardselect.get.path_df, ardselect.get.chosen_steps):
         with pytest.raises(ArdselectError, match="spike-and-slab results"):
             reader(ranked_copies)
     sets = ardselect.get.gene_sets(ranked_copies)
