@@ -42,6 +42,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._basis import KERNELS, LinearBasis, design_matrix, unit_rms
 from ._constraints import Interval, Options
+from ._design import as_design, by_rows, dense
 from ._lazy import is_dask
 from ._sequential import SequentialPath
 from ._validation import (
@@ -226,8 +227,7 @@ class _PathProblem:
 
     def columns(self, active):
         """The dense ``(n, d)`` columns ``active`` of the design."""
-        P = self.design[:, active]
-        return P.toarray() if sp.issparse(P) else np.ascontiguousarray(P)
+        return as_design(self.design).block(active)
 
 
 @dataclass
@@ -422,8 +422,7 @@ class _ARDPathEstimator(SelectorMixin, _FamilyEstimator):
         Phi = self._with_covariates(Phi, covariates)
         means, variances = [], []
         for ch in self._chosen:
-            A = Phi[:, ch.active]
-            A = A.toarray() if sp.issparse(A) else A
+            A = dense(Phi[:, ch.active])
             m, v = ch.post.latent(A / ch.scale[ch.active])
             means.append(m)
             variances.append(v)
@@ -445,8 +444,7 @@ class _ARDPathEstimator(SelectorMixin, _FamilyEstimator):
                    f"{type(self).__name__} is expecting {self.n_features_in_} features as input.")
             raise DataError(msg)
         if not self._is_features:
-            out = X.compute()
-            return out.tocsr() if sp.issparse(out) else np.asarray(out)
+            return by_rows(X.compute())
         cols = np.unique(np.concatenate([ch.active for ch in self._chosen]))
         cols = cols[cols < self.n_features_in_].astype(np.intp)  # not the intercept
         G = sp.csr_matrix(X[:, cols].compute()) if cols.size else sp.csr_matrix((X.shape[0], 0))

@@ -20,10 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kernel
 
-from ._lazy import LazyDesign
+from ._design import as_design
 
 __all__ = ["LinearBasis", "KernelBasis", "make_basis", "KERNELS", "design_matrix", "unit_rms"]
 
@@ -73,7 +72,7 @@ class KernelBasis:
     def _gamma_value(self, X) -> float:
         if isinstance(self.gamma, str):
             if self.gamma == "scale":
-                var = X.multiply(X).mean() - X.mean() ** 2 if sp.issparse(X) else X.var()
+                var = as_design(X).variance()
                 return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
             if self.gamma == "auto":
                 return 1.0 / X.shape[1]
@@ -146,16 +145,7 @@ def make_basis(kernel: str | Callable = "features", gamma="scale", degree=3, coe
 
 def design_matrix(basis, X, *, fit_intercept: bool):
     """``basis.transform(X)`` (CSC if sparse), with a column of ones appended for the intercept."""
-    Phi = basis.transform(X)
-    if isinstance(Phi, LazyDesign):
-        return Phi.with_intercept() if fit_intercept else Phi
-    if sp.issparse(Phi):
-        Phi = Phi.tocsc()
-    if fit_intercept:
-        ones = np.ones((Phi.shape[0], 1))
-        Phi = (sp.hstack([Phi, sp.csc_matrix(ones)], format="csc") if sp.issparse(Phi)
-               else np.hstack([Phi, ones]))
-    return Phi
+    return as_design(basis.transform(X)).with_intercept(fit_intercept=fit_intercept)
 
 
 def unit_rms(Phi):
@@ -167,25 +157,4 @@ def unit_rms(Phi):
     are flagged in ``nonzero`` so callers can keep them out of the model. Sparse stays sparse (CSC);
     a lazy design (``_lazy.LazyDesign``) stays lazy (one pass for the scales).
     """
-    if isinstance(Phi, LazyDesign):
-        return Phi.unit_rms()
-    if sp.issparse(Phi):
-        scale = np.sqrt(np.asarray(Phi.multiply(Phi).mean(axis=0)).ravel())
-        peak = np.asarray(abs(Phi).max(axis=0).todense()).ravel()
-    else:
-        with np.errstate(over="ignore", under="ignore"):
-            scale = np.sqrt(np.mean(Phi * Phi, axis=0))
-        peak = np.max(np.abs(Phi), axis=0) if Phi.shape[0] else np.zeros(Phi.shape[1])
-    # Squares of values beyond about 1e154 overflow, and below about 1e-162 underflow to 0 (a
-    # column of X * 1e-200 looked all-zero and left the model); such columns are measured
-    # relative to their largest value instead. Other columns keep the plain formula's bits.
-    odd = (peak > 0) & ~((scale > 0) & np.isfinite(scale))
-    if odd.any():
-        cols = np.flatnonzero(odd)
-        block = Phi[:, cols].toarray() if sp.issparse(Phi) else Phi[:, cols]
-        scale = scale.copy()
-        scale[cols] = peak[cols] * np.sqrt(np.mean((block / peak[cols]) ** 2, axis=0))
-    nonzero = scale > 0
-    scale = np.where(nonzero, scale, 1.0)
-    Phi_s = sp.csc_matrix(Phi @ sp.diags(1.0 / scale)) if sp.issparse(Phi) else Phi / scale
-    return Phi_s, scale, nonzero
+    return as_design(Phi).unit_rms()

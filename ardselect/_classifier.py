@@ -8,7 +8,6 @@ from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -19,6 +18,7 @@ from ._certainty import certainty_table
 from ._constraints import Interval, Options, check_params
 from ._criteria import CRITERIA, check_criterion, group_cavities
 from ._cv import Calibration, check_groups, choose_by_cv
+from ._design import as_design
 from ._parallel import one_blas_thread, run_tasks
 from ._probit import moderated_latent, probit_log_proba
 from ._problem import SIZE_GRID, PathSpec, ep_tol_for
@@ -414,10 +414,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         self.n_covariates_in_ = int(C_s.shape[1])
         self._basis_names = np.concatenate(
             [self._basis_names, [f"(covariate {k})" for k in range(C_s.shape[1])]])
-        if sp.issparse(Phi_s):
-            Phi_s = sp.hstack([Phi_s, sp.csc_matrix(C_s)], format="csc")
-        else:
-            Phi_s = np.hstack([Phi_s, C_s])
+        Phi_s = as_design(Phi_s).append_columns(C_s)
         return (Phi_s, np.concatenate([scale, c_scale]),
                 np.concatenate([allowed, np.ones(C_s.shape[1], dtype=bool)]))
 
@@ -431,9 +428,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                 raise DataError(msg)
             return Phi
         C = check_covariates(covariates, Phi.shape[0], expected=n_cov)
-        if sp.issparse(Phi):
-            return sp.hstack([Phi, sp.csr_matrix(C)], format="csr")
-        return np.hstack([Phi, C])
+        return as_design(Phi).append_columns(C, fmt="csr")
     def _set_steps(self, steps):
         rows, posts = [], []
         for fit, step in zip(self._fits, steps, strict=True):

@@ -43,11 +43,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 from scipy.optimize import minimize_scalar
 from scipy.special import log_ndtr
 
 from ._binary_fit import as_runs
+from ._design import as_design, dense
 from ._ep import LatentPosterior
 from ._probit import inv_mills, moderated_latent, ovr_log_proba
 from ._problem import run_binary, run_joint, sign_in_place, size_steps
@@ -299,8 +299,7 @@ def step_latent(problem, step, rows):
     """
     tau, nu = step.state
     post = LatentPosterior(problem.columns(step.active), step.alpha, tau, nu)
-    A = rows[:, step.active]
-    A = A.toarray() if hasattr(A, "toarray") else np.asarray(A)
+    A = dense(rows[:, step.active])
     m, v = post.latent(A)
     return np.vstack([m, np.maximum(v, 0.0)])
 
@@ -403,7 +402,7 @@ def fold_design(Phi_s, allowed, icol, train, test):
     # The held columns stay as in the full fit: the intercept is constant by design, and a
     # covariate may be constant (a batch absent) within a fold.
     allowed_f[held] = allowed[held]
-    rows = Phi_s[test] @ sp.diags(1.0 / scale) if sp.issparse(Phi_s) else Phi_s[test] / scale
+    rows = as_design(Phi_s).scaled_rows(test, scale)
     return Phi_tr, allowed_f, rows
 
 

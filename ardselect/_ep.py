@@ -51,6 +51,7 @@ from scipy.linalg.blas import dgemv as _dgemv
 from scipy.linalg.blas import dsyrk as _dsyrk
 from scipy.linalg.blas import dtrsm as _dtrsm
 
+from ._design import dense
 from ._linalg import chol_logdet, chol_solve, safe_cholesky, tri_solve
 from ._probit import _LOG_SQRT_2PI, log_ndtr, log_Phi
 from ._validation import check_binary_labels, check_design
@@ -597,8 +598,7 @@ class EPResult:
     def predict_latent(self, X):
         """Mean and variance of ``x . w`` for new rows (all columns of the original X)."""
         X = check_design(X, estimator_name="ep_probit")
-        Xa = X[:, self.active]
-        Xa = Xa.toarray() if hasattr(Xa, "toarray") else np.asarray(Xa)
+        Xa = dense(X[:, self.active])
         return self._post.latent(Xa)
 
     def predict_proba(self, X):
@@ -669,8 +669,7 @@ def ep_probit(X, y, alpha, *, loo_prob_scale=50.0, damping=1.0, tol=1e-8, max_it
         raise DataError(msg)
     classes, t = signed_labels(y, X.shape[0])
     active = np.flatnonzero(np.isfinite(alpha))
-    Xa = X[:, active]
-    Xa = Xa.toarray() if hasattr(Xa, "toarray") else np.asarray(Xa)
+    Xa = dense(X[:, active])
     P = t[:, None] * Xa
     st = run_ep(P, alpha[active], damping=damping, tol=tol, max_iter=max_iter, route=route)
     if not (np.isfinite(st.log_evidence) and np.isfinite(st.post.mean).all()

@@ -26,7 +26,7 @@ import logging
 
 import numpy as np
 
-from ._lazy import LazyDesign
+from ._design import as_design
 from ._sequential import (
     ADD,
     DELETE,
@@ -34,7 +34,6 @@ from ._sequential import (
     REESTIMATE,
     Step,
     _PathLoop,
-    _squared,
 )
 
 __all__ = ["joint_gain", "joint_optimum", "joint_actions", "JointPath"]
@@ -307,7 +306,7 @@ class JointPath(_PathLoop):
         # The designs differ only in row signs: their squares are one matrix.
         design = self.problems[0].design
         # (A lazy design computes the weighted squares in its own pass over the chunks.)
-        self._Phi2 = None if isinstance(design, LazyDesign) else _squared(design)
+        self._Phi2 = as_design(design).squared()  # None for a lazy design
         m = self.allowed.size
         fixed_idx = np.fromiter(self.fixed.keys(), dtype=np.intp, count=len(self.fixed))
         fixed_alpha = np.fromiter(self.fixed.values(), dtype=np.float64, count=len(self.fixed))

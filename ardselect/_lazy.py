@@ -143,6 +143,8 @@ class LazyDesign:
     """
 
     __array_ufunc__ = None  # numpy defers ``R @ design`` to __rmatmul__
+    #: Every product is a pass over the row chunks (``_design``: the in-memory designs set False).
+    lazy = True
 
     def __init__(self, X, *, intercept, scale=None, rows=None, signs=None, cols=None,
                  _shared=None):
@@ -182,9 +184,9 @@ class LazyDesign:
         raw = idx if self.cols is None else self.cols[idx]
         return self._derive(intercept=False, scale=self.scale[idx], cols=raw)
 
-    def with_intercept(self):
-        """The same design with a column of ones appended (the intercept, last)."""
-        if self.intercept:
+    def with_intercept(self, *, fit_intercept=True):
+        """The same design with a column of ones appended (the intercept, last), if asked."""
+        if self.intercept or not fit_intercept:
             return self
         return self._derive(intercept=True, scale=np.append(self.scale, 1.0))
 
@@ -346,6 +348,55 @@ class LazyDesign:
         if self.signs is not None:
             out *= self.signs[:, None]
         return out
+
+
+    # ------------------------------------------------------------------ the design interface
+    # The operations of ``_design.DenseDesign`` / ``SparseDesign``, answered by passes.
+    def tvec(self, v):
+        """``Phi^T v`` as an ``(m,)`` vector: one pass."""
+        return self.tmatmul(v)
+
+    def rmat(self, R):
+        """``R^T Phi``: ``(k, m)``, one pass."""
+        return self.tmatmul(R).T
+
+    def scores_products(self, R, b, sq):
+        """``(R^T Phi, sum_i b_i Phi_ij^2)``: one pass for both (one for the first if ``sq``)."""
+        if sq is not None:
+            return self.rmat(R), sq
+        G, sq = self.scores_pass(R, b)
+        return G.T, sq
+
+    def left_scores(self, M, zt):
+        """``(sum_i Z_ij^2, zt^T Z)`` for ``Z = M Phi``: one pass."""
+        Z = M @ self
+        return np.einsum("ij,ij->j", Z, Z), zt @ Z
+
+    def squared(self):
+        """None: the weighted squares come from a pass (:meth:`weighted_sq`), never a stored square."""
+        return None
+
+    def column_major(self):
+        return None
+
+    def signed(self, t):
+        return self.with_signs(t)
+
+    sign_in_place = signed
+
+    def divide_columns(self, scale):
+        return self / scale
+
+    def scaled_rows(self, rows, scale):
+        return self[rows] / scale
+
+    def block(self, idx):
+        """The columns ``idx`` as one C-ordered dense block (gathered once, then kept)."""
+        return np.ascontiguousarray(self.columns(idx))
+
+    def dense(self):
+        msg = "a lazy design is never gathered whole; ask for its columns"
+        raise TypeError(msg)
 
 
 class _Transposed:

@@ -13,12 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from ._base import _PathProblem
+from ._design import as_design
 from ._ep import loo_error, loo_log_loss, loo_prob_error, run_ep
 from ._joint import JointPath
-from ._lazy import LazyDesign
 from ._probit import tilted_moments
 from ._sequential import SequentialPath, score_candidates
 
@@ -89,8 +88,7 @@ class EPProbitProblem(_PathProblem):
     def columns(self, active):
         """The dense columns ``active`` of the design, from the basis once it is released."""
         if self._design is None:
-            P = self._basis[:, active]
-            P = P.toarray() if sp.issparse(P) else np.asarray(P)
+            P = as_design(self._basis).columns(active)
             return np.ascontiguousarray(self._signs[:, None] * P)
         return super().columns(active)
 
@@ -129,21 +127,12 @@ class EPProbitProblem(_PathProblem):
 
 def signed(Phi, t):
     """The design with row i multiplied by ``t[i]`` (CSC if sparse)."""
-    if isinstance(Phi, LazyDesign):
-        return Phi.with_signs(t)
-    return (sp.diags(t) @ Phi).tocsc() if sp.issparse(Phi) else t[:, None] * Phi
+    return as_design(Phi).signed(t)
 
 
 def sign_in_place(Phi, t):
     """:func:`signed` without a copy, for a design this caller owns (CSC or dense)."""
-    if isinstance(Phi, LazyDesign):
-        return Phi.with_signs(t)
-    if sp.issparse(Phi):
-        Phi = sp.csc_matrix(Phi)
-        Phi.data *= t[Phi.indices]
-    else:
-        Phi *= t[:, None]
-    return Phi
+    return as_design(Phi).sign_in_place(t)
 
 
 @dataclass(frozen=True)

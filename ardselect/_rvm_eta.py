@@ -10,10 +10,10 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import rbf_kernel
 
+from ._design import dense
 from ._ep import LatentPosterior
 from ._rvm_likelihoods import _gaussian_log_ml
 
@@ -39,14 +39,11 @@ class _ARDRBFBasis:
 
     def transform(self, X):
         r = np.sqrt(self.eta)
-        return rbf_kernel(_dense(X) * r, _dense(self.centres_) * r, gamma=1.0)
+        return rbf_kernel(dense(X) * r, dense(self.centres_) * r, gamma=1.0)
 
     def function_names(self, sample_names):
         return np.asarray([f"rv:{s}" for s in sample_names], dtype=object)
 
-
-def _dense(X):
-    return X.toarray() if sp.issparse(X) else np.asarray(X)
 
 
 def _gp_input_scales(X, t, gamma):

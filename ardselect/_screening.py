@@ -30,11 +30,10 @@ bounds stop excluding most features. Small safety margins absorb rounding (docum
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.linalg.blas import dgemv as _dgemv
 from scipy.linalg.lapack import dsyevd as _dsyevd
 
-from ._lazy import LazyDesign
+from ._design import as_design
 from ._linalg import chol_solve, tri_solve
 
 __all__ = ["CandidateScreen", "add_gain_threshold"]
@@ -111,8 +110,7 @@ class CandidateScreen:
         self.m = Phi.shape[1]
         # A column-major copy of a dense design: its columns are contiguous, so the two products
         # per step are plain dgemv calls and gathering candidate columns is cheap.
-        self._PhiF = (None if sp.issparse(Phi) or isinstance(Phi, LazyDesign)
-                      else np.asfortranarray(Phi))
+        self._PhiF = as_design(Phi).column_major()  # None unless dense
         self._Q = None
         self.S_lb = None  # (m,) lower bounds on S for the state last scored, or None
         self._post = None  # state (posterior, b) the bounds refer to
@@ -125,7 +123,7 @@ class CandidateScreen:
     def _advance(self, post, b, t, u):
         """Bring the bounds to the new state; returns exact ``Q = Phi^T u`` for all features."""
         a = None
-        if (isinstance(self.Phi, LazyDesign) and self.S_lb is not None
+        if (as_design(self.Phi).lazy and self.S_lb is not None
                 and self._pending is not None and self._pending[1] != 0.0):
             # A lazy design: both products of this step in one pass over the chunks.
             Qa = self.Phi.tmatmul(np.column_stack([u, self._pending[0]]))
@@ -162,7 +160,7 @@ class CandidateScreen:
         """``Phi^T x`` for an ``(n,)`` vector."""
         if self._PhiF is not None:
             return _dgemv(1.0, self._PhiF, x, trans=1)
-        return np.asarray(self.Phi.T @ x).ravel()
+        return as_design(self.Phi).tvec(x)
 
     def _site_bound(self, b_new, v, gamma):
         """``lambda`` of step 2 (see the module docstring), with a safety margin."""
@@ -238,7 +236,7 @@ class CandidateScreen:
                 best = (active[jA], act_A[jA], g_best, na_A[jA], S_A[jA]) if active.size else None
                 if J.size:
                     # A lazy design scores J in one pass instead of gathering its columns.
-                    cols_J = (self.Phi.select(J) if isinstance(self.Phi, LazyDesign)
+                    cols_J = (self.Phi.select(J) if as_design(self.Phi).lazy
                               else self._cols(J))
                     S_J, Q_J = self.score_fn(cols_J, post, b, t, factors=factors)
                     self.S_lb[J] = S_J
@@ -303,5 +301,4 @@ def _m_block_diag(post, b, idx, v, gamma):
 
 def _cols(Phi, idx):
     """Dense ``(n, len(idx))`` columns of the design."""
-    P = Phi[:, idx]
-    return P.toarray() if sp.issparse(P) else np.asarray(P)
+    return as_design(Phi).columns(idx)

@@ -26,10 +26,9 @@ import logging
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 
+from ._design import as_design
 from ._ep import LatentPosterior
-from ._lazy import LazyDesign
 from ._linalg import tri_solve
 from ._screening import CandidateScreen
 
@@ -49,8 +48,6 @@ logger = logging.getLogger("ardselect.path")
 
 NONE, ADD, DELETE, REESTIMATE = 0, 1, 2, 3
 
-#: Entries of the dense slab used when scoring a sparse design in sample space (about 32 MB).
-_SPARSE_BLOCK = 4_000_000
 #: Designs with at least this many features are scored with safe screening (``_screening``): only
 #: the candidates that can win a step are scored exactly. Same path, less work.
 SCREEN_MIN_FEATURES = 256
@@ -63,24 +60,8 @@ def _inv(a):
 
 
 def _col_sq_norms_weighted(Phi, b):
-    """``sum_i b_i Phi_ij^2`` for every column j, sparse-aware (a lazy design: one pass)."""
-    if isinstance(Phi, LazyDesign):
-        return Phi.weighted_sq(b)
-    if sp.issparse(Phi):
-        return np.asarray(Phi.multiply(Phi).T @ b).ravel()
-    return np.einsum("ij,ij,i->j", Phi, Phi, b)
-
-
-def _squared(Phi):
-    """Elementwise square of the design, kept for the whole path (``b`` changes, ``Phi`` does not)."""
-    return Phi.multiply(Phi).tocsr() if sp.issparse(Phi) else Phi * Phi
-
-
-def _weighted_sq(Phi2, b):
-    """``sum_i b_i Phi_ij^2`` from the cached ``Phi2 = Phi * Phi``: a matrix-vector product."""
-    if sp.issparse(Phi2):
-        return np.asarray(Phi2.T @ b).ravel()
-    return b @ Phi2
+    """``sum_i b_i Phi_ij^2`` for every column j (a lazy design: one pass)."""
+    return as_design(Phi).weighted_sq(b)
 
 
 def score_factors(post: LatentPosterior, b, t):
@@ -108,46 +89,30 @@ def score_candidates(Phi, post: LatentPosterior, b, t, *, sq_cache=None, factors
     go on the small factors instead (exact, a sign flip rounds nothing), so no signed copy is built.
     """
     nu = b * t
+    D = as_design(Phi)
     if post.route == "sample":
         M = (score_factors(post, b, t) if factors is None else factors)[1]  # (n, n) = Bs^-1/2 T^1/2
         zt = M @ t  # (n,)
         if signs is not None:
             M = M * signs[None, :]  # M diag(signs) Phi = M (signed design)
-        if not sp.issparse(Phi):
-            Z = M @ Phi  # (n, m)
-            return np.einsum("ij,ij->j", Z, Z), zt @ Z
-        # Sparse: a dense (n, block) slab at a time, so memory stays O(n * block), never O(n * m).
-        m = Phi.shape[1]
-        S = np.empty(m)
-        Q = np.empty(m)
-        block = max(1, _SPARSE_BLOCK // max(1, Phi.shape[0]))
-        for lo in range(0, m, block):
-            Z = np.asarray((Phi[:, lo:lo + block].T @ M.T).T)  # (n, block)
-            S[lo:lo + block] = np.einsum("ij,ij->j", Z, Z)
-            Q[lo:lo + block] = zt @ Z
-        return S, Q
-    lazy = isinstance(Phi, LazyDesign) and post.route == "weight"
-    if lazy:
-        BPhi_sq = None  # with the products below, in one pass over the chunks
-    elif sq_cache is None:
-        BPhi_sq = _col_sq_norms_weighted(Phi, b)
+        return D.left_scores(M, zt)
+    if sq_cache is None:
+        BPhi_sq = None  # computed with the products (a lazy design: in the same pass)
     elif isinstance(sq_cache, np.ndarray) and sq_cache.ndim == 1:
         BPhi_sq = sq_cache  # precomputed sum_i b_i Phi_ij^2
     else:
-        BPhi_sq = _weighted_sq(sq_cache, b)  # sq_cache = Phi * Phi (elementwise), reused across steps
+        BPhi_sq = as_design(sq_cache).vecmat(b)  # sq_cache = Phi * Phi, reused across steps
     if post.route == "empty":
-        return BPhi_sq, np.asarray(Phi.T @ (nu if signs is None else signs * nu)).ravel()
+        if BPhi_sq is None:
+            BPhi_sq = D.weighted_sq(b)
+        return BPhi_sq, D.tvec(nu if signs is None else signs * nu)
     # One pass over Phi for both products: rows 0..d-1 are G = Pt^T B Phi, row d is nu^T Phi.
     R = np.empty((Phi.shape[0], post.Pt.shape[1] + 1))
     np.multiply(b[:, None], post.Pt, out=R[:, :-1])
     R[:, -1] = nu
     if signs is not None:
         R *= signs[:, None]  # (diag(signs) Phi)^T R = Phi^T (diag(signs) R)
-    if lazy:
-        GQ, BPhi_sq = Phi.scores_pass(R, b)
-        GQ = GQ.T
-    else:
-        GQ = np.asarray(Phi.T @ R).T if sp.issparse(Phi) else R.T @ Phi  # (d + 1, m)
+    GQ, BPhi_sq = D.scores_products(R, b, BPhi_sq)  # (d + 1, m), (m,)
     G = GQ[:-1]
     W = tri_solve(post.L, G)  # (d, m)
     S = BPhi_sq - np.einsum("ij,ij->j", W, W)
@@ -426,7 +391,7 @@ class SequentialPath(_PathLoop):
             b, t = model.initial_virtual()
             base = LatentPosterior(np.zeros((Phi.shape[0], 0)), np.zeros(0), b, b * t)
         # (A lazy design computes the norms in score_candidates's own pass over the chunks.)
-        sq = None if isinstance(Phi, LazyDesign) else _col_sq_norms_weighted(Phi, b)
+        sq = None if as_design(Phi).lazy else _col_sq_norms_weighted(Phi, b)
         S, Q = score_candidates(Phi, base, b, t, sq_cache=sq)
         alpha = np.full(m, np.inf)
         action, gain, new_alpha = candidate_actions(S, Q, alpha, model.allowed, self.alpha_min,
@@ -473,11 +438,11 @@ class SequentialPath(_PathLoop):
         # Phi * Phi does not change along the path: square once (sample route does not need it;
         # a lazy design computes the weighted squares in the pass of its products instead).
         cache = {}
-        square = not isinstance(Phi, LazyDesign)
+        square = not as_design(Phi).lazy
 
         def full_scores(post, b, t, factors=None):
             if square and post.route != "sample" and "Phi2" not in cache:
-                cache["Phi2"] = _squared(Phi)
+                cache["Phi2"] = as_design(Phi).squared()
             return score_candidates(Phi, post, b, t, sq_cache=cache.get("Phi2"), factors=factors)
 
         self._full_scores = full_scores

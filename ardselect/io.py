@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
+from ._design import dense
 from ._expression import Expression, expression
 from ._files import FORMATS, _path, atomic_write, detect_format, require_file
 from ._readers import (
@@ -75,14 +75,11 @@ FLOAT_FORMAT = "%.10g"
 # --------------------------------------------------------------------------------------------
 
 
-def _dense(X) -> np.ndarray:
-    return X.toarray() if sp.issparse(X) else np.asarray(X)
-
 
 def write_gct(adata, path, *, description_key: str | None = None) -> None:
     """Write AnnData ``X`` as a GCT 1.2 file (genes in rows). Descriptions from ``var[description_key]``."""
     path = _path(path)
-    X = _dense(adata.X).T
+    X = dense(adata.X).T
     desc = (
         adata.var[description_key].astype(str).to_numpy()
         if description_key is not None

@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from ._constraints import Interval, Options, ParameterError, check_params
+from ._design import dense
 from ._lazy import combine_moments, is_dask, moments, reduce_rows
 from ._validation import (
     check_design,
@@ -34,9 +35,6 @@ __all__ = ["LOG_CHOICES", "Preprocessor", "auto_log"]
 #: Values of ``Preprocessor(log=...)``: ``auto`` picks ``log2`` or ``none`` from the data.
 LOG_CHOICES = ("auto", "none", "log2", "log10", "ln")
 
-
-def _dense(X) -> np.ndarray:
-    return X.toarray() if sp.issparse(X) else np.asarray(X)
 
 
 def _values(X) -> np.ndarray:
@@ -297,7 +295,7 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             X = X.copy()
             X.data = np.log1p(X.data) / math.log(base)  # log(0 + 1) = 0 keeps zeros implicit
             return X
-        X = _dense(X)
+        X = dense(X)
         if pseudocount == 1.0:
             return np.log1p(X) / math.log(base)
         return np.log(X + pseudocount) / math.log(base)
@@ -589,7 +587,7 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         """Apply stored parameters (:meth:`to_dict`) to ``X`` whose columns are the stored genes."""
         if len(getattr(X, "shape", ())) == 2 and X.shape[1] == 0:  # an intercept-only model
             return np.zeros((X.shape[0], 0))
-        X = _dense(check_design(X, estimator_name="model"))
+        X = dense(check_design(X, estimator_name="model"))
         Z = Preprocessor._clip(X, params["floor"], params["cap"])
         Z = Preprocessor._log(Z, params["log"], float(params["pseudocount"]), model=True)
         center = np.asarray(params["center"], dtype=np.float64)
@@ -663,9 +661,9 @@ def _chunk_stats(floor, cap, pseudocount, want_log, block, start):
                 ln = sp.csr_matrix(clipped, copy=True)
                 ln.data = np.log1p(ln.data)
             elif pseudocount == 1.0:
-                ln = np.log1p(_dense(clipped))
+                ln = np.log1p(dense(clipped))
             else:
-                ln = np.log(_dense(clipped) + pseudocount)
+                ln = np.log(dense(clipped) + pseudocount)
         out["ln"], out["sparse_ln"] = moments(ln), sp.issparse(ln)
     return out
 

@@ -146,7 +146,7 @@ def test_alpha_floor_and_disallowed_features():
 
 
 def test_sparse_sample_route_in_blocks_matches_dense(monkeypatch):
-    import ardselect._sequential as seq
+    import ardselect._design as design
 
     Phi, b, t, alpha = _problem(8, 8, 40, 12)
     Phi[np.abs(Phi) < 0.8] = 0.0
@@ -154,7 +154,7 @@ def test_sparse_sample_route_in_blocks_matches_dense(monkeypatch):
     post = latent_posterior(Phi[:, act], alpha[act], b, b * t)
     assert post.route == "sample"
     S, Q = score_candidates(Phi, post, b, t)
-    monkeypatch.setattr(seq, "_SPARSE_BLOCK", 8 * 7)  # blocks of 7 columns
+    monkeypatch.setattr(design, "SPARSE_BLOCK", 8 * 7)  # blocks of 7 columns
     S_s, Q_s = score_candidates(sp.csc_matrix(Phi), post, b, t)
     np.testing.assert_allclose(S_s, S, rtol=1e-10)
     np.testing.assert_allclose(Q_s, Q, rtol=1e-10, atol=1e-12)
