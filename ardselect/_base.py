@@ -136,7 +136,7 @@ class _FamilyEstimator(BaseEstimator):
         except ValueError as exc:
             raise DataError(str(exc)) from None
         X = check_design(X, estimator_name=type(self).__name__)
-        return X.toarray() if self._dense_x and sp.issparse(X) else X
+        return dense(X) if self._dense_x else X
 
     def _class_labels(self, y, n_samples):
         """Check and encode class labels; set ``classes_``. Returns ``(classes, y_index)``.
