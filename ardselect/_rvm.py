@@ -49,7 +49,8 @@ from threadpoolctl import threadpool_limits
 from ._base import _ARDPathEstimator, _BinaryClassifierMixin, _Chosen
 from ._basis import make_basis
 from ._constraints import Interval, Options, check_params
-from ._rvm_eta import _ARDRBFBasis, _dense, _gp_input_scales, _log_ml_joint, log_marginal_eta
+from ._design import dense
+from ._rvm_eta import _ARDRBFBasis, _gp_input_scales, _log_ml_joint, log_marginal_eta
 from ._rvm_likelihoods import (
     NOISE_CEIL,
     NOISE_FLOOR,
@@ -370,7 +371,7 @@ class RVMRegressor(RegressorMixin, _RVMBase):
         return self.init
 
     def _fit_eta(self, X, t, basis, noise0, lo, hi):
-        Xd = _dense(X)
+        Xd = dense(X)
         gamma = basis._gamma_value(X)
         # log eta stays within 1e-8 .. 1e4 times gamma
         lo_eta, hi_eta = gamma * np.exp(-18.0), gamma * np.exp(9.0)

@@ -301,7 +301,7 @@ def _edit(data, path, value):
     (["classes"], ["ctrl"], r"field classes must be a list of at least two"),
     (["problems"], [], r"field problems must be a list of 1 problem"),
     (["problems", 0, "cov", 0, 0], 1e308, r"problems\[0\]\.cov\[0\]\[0\] must be a finite"),
-    (["format_version"], 5, r"format version 5 is not supported .* written by a newer "
+    (["format_version"], 6, r"format version 6 is not supported .* written by a newer "
                             r"ardselect: upgrade"),
 ])
 def test_4_an_edited_model_is_refused_naming_the_field(table, tmp_path, path, value, pattern):
