@@ -27,6 +27,7 @@ from ._anndata_results import (
 )
 from ._expression import expression
 from ._lazy import is_dask
+from ._neighbourhood import set_memberships
 from ._validation import (
     check_class_labels,
     check_clean_names,
@@ -64,6 +65,10 @@ _RANKED_COLUMNS = (
     "gene",
     "description",
     "selected",
+    "pip",
+    "credible_set",
+    "set_probability",
+    "alternatives",
     "contribution",
     "std_weight",
     "relevance",
@@ -103,6 +108,9 @@ _SPIKESLAB_COLUMNS = (
 )
 #: Columns of its credible-set table (``SpikeSlabClassifier.credible_sets_`` with gene names).
 _CREDIBLE_COLUMNS = ("class", "set", "gene", "description", "pip", "set_pip", "size", "purity")
+#: The credible sets of the ARD signature (``ARDClassifier.credible_sets_``).
+_ARD_CREDIBLE_COLUMNS = ("class", "set", "gene", "description", "pip", "set_probability", "size",
+                         "purity")
 #: Columns of its hyperprior table (``SpikeSlabClassifier.hyper_results_``).
 _HYPER_COLUMNS = ("class", "expected_genes", "prior_inclusion", "log_evidence", "weight",
                   "converged", "n_iter")
@@ -338,6 +346,19 @@ def _rank_core(
             log2_fc=lfc, preprocessor=pre, estimator=est, model=None, dropped=dropped,
             kind="spike-slab", credible=credible, hyper=hyper)
 
+    ranked["credible_set"] = ranked["credible_set"].astype("Int64")
+    credible = est.credible_sets_.copy()
+    credible["class"] = [label_of[c] for c in credible["class"]]
+    idx = np.array([column[str(f)] for f in credible["feature"]], dtype=np.intp)
+    credible["gene"] = kept_names[idx]
+    credible["description"] = descriptions[kept[idx]]
+    credible = credible[list(_ARD_CREDIBLE_COLUMNS)].reset_index(drop=True)
+    credible["set"] = credible["set"].astype(np.int64)
+    credible["size"] = credible["size"].astype(np.int64)
+    # The alternatives by gene name (the estimator's table names its columns).
+    member = set_memberships(credible, "gene")
+    ranked["alternatives"] = [member.get((c, str(g)), (0, 0.0, ""))[2]
+                              for c, g in zip(ranked["class"], ranked["gene"], strict=True)]
     path = est.path_.rename(columns={"n_basis": "n_features"})  # genes: the basis is features
     path["class"] = [label_of[c] for c in path["class"]]
     path["gene"] = [
@@ -390,6 +411,7 @@ def _rank_core(
         model=model,
         dropped=dropped,
         fit_rows=fit_rows,
+        credible=credible,
     )
 
 

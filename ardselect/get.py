@@ -121,19 +121,22 @@ def _is_spikeslab(stored: dict) -> bool:
 
 
 def credible_sets_df(adata, key: str = "ardselect") -> pd.DataFrame:
-    """The credible sets stored by :func:`ardselect.rank_genes` with ``model="spike-slab"``.
+    """The credible sets stored by :func:`ardselect.rank_genes`.
 
     One row per gene of a set: ``class``, ``set`` (1, 2, ... per class: the ``credible_set`` of
-    :func:`ranked_genes_df`), ``gene``, ``description``, ``pip``, ``set_pip`` (the sum of the set's
-    PIPs, at least the coverage, 0.95 by default), ``size`` and ``purity`` (the smallest absolute
-    correlation between two of its genes). A set gathers genes the data cannot tell apart; the
-    model is likely to hold one of them, though not which. See
-    :attr:`ardselect.SpikeSlabClassifier.credible_sets_`.
+    :func:`ranked_genes_df`), ``gene``, ``description``, ``pip``, then, for the default ARD model,
+    ``set_probability`` (the probability that the model holds at least one of the set's genes;
+    :attr:`ardselect.ARDClassifier.credible_sets_`), or with ``model="spike-slab"``, ``set_pip``
+    (the sum of the set's PIPs, at least the coverage, 0.95 by default;
+    :attr:`ardselect.SpikeSlabClassifier.credible_sets_`), and ``size`` and ``purity`` (the
+    smallest absolute correlation between two of its genes). A set gathers genes the data cannot
+    tell apart: the model is likely to hold one of them, though not which. Empty for a fit with
+    ``certainty=False``.
     """
     stored = _stored(adata, key)
-    if not _is_spikeslab(stored):
-        msg = (f"uns[{key!r}] holds ARD results, which have no credible sets; rank with "
-               "model='spike-slab'")
+    if "credible_sets" not in stored:
+        msg = (f"uns[{key!r}] holds no credible sets (written by an older ardselect); rank the "
+               "data again")
         raise ArdselectError(msg)
     return _uns_to_table(stored["credible_sets"])
 
