@@ -626,6 +626,12 @@ def rank_genes(
         * ``var[f"{key}_weight"]`` (float64): posterior mean weight of the standardised gene, 0
           outside the model (multi-class: in the problem of the class where it ranks best);
         * ``var[f"{key}_weight_sd"]`` (float64): its posterior standard deviation;
+        * ``var[f"{key}_pip"]``, ``var[f"{key}_set_probability"]`` (float64) and
+          ``var[f"{key}_credible_set"]`` (int64, 0 for a gene in no set): the gene's posterior
+          inclusion probability (NaN outside the neighbourhood of the selection), the
+          probability that its credible set holds a gene of the model, and the set's number
+          (the guide's "How sure is each gene"; with ``certainty=False`` in
+          ``estimator_params``, NaN and 0);
         * ``var[f"{key}_log_bf"]``, ``var[f"{key}_p_sign"]``, ``var[f"{key}_log_bf_marginal"]``,
           ``var[f"{key}_cv_frequency"]``, ``var[f"{key}_t_stat"]`` (float64): the gene's log Bayes
           factor for being in the chosen model, the probability that its weight has the sign of
@@ -634,13 +640,15 @@ def rank_genes(
           :meth:`ardselect.ARDClassifier.ranked_features`; NaN for constant genes);
         * multi-class only: ``var[f"{key}_class"]`` (str), the class where the gene ranks best,
           and ``varm[f"{key}_rank"]`` (int64), ``varm[f"{key}_weight"]`` (float64),
-          ``varm[f"{key}_selected"]`` (bool) and the five certainty columns above (float64),
-          each (n_vars, n_classes) with columns in ``uns[key]["problems"]`` order;
+          ``varm[f"{key}_selected"]`` (bool), ``varm[f"{key}_credible_set"]`` (int64) and the
+          seven certainty columns above (float64), each (n_vars, n_classes) with columns in
+          ``uns[key]["problems"]`` order;
         * ``uns[key]``: ``params`` (every argument and the ardselect version), ``classes``
           (str array), ``problems`` (str array: the class of each binary problem), ``positive`` (str),
           ``chosen_step`` (int array aligned with ``problems``; :func:`ardselect.get.chosen_steps`
           gives a dict), ``n_fit_samples`` (the samples the model was fitted on: every one, or
-          the stratified sketch of ``estimator_params["max_samples"]``), ``ranked`` and
+          the stratified sketch of ``estimator_params["max_samples"]``), ``credible_sets``
+          (read it with :func:`ardselect.get.credible_sets_df`), ``ranked`` and
           ``path`` and ``frontier`` (tables as dicts of columns; read them with
           :func:`ardselect.get.ranked_genes_df`, :func:`ardselect.get.path_df` and
           :func:`ardselect.get.frontier_df`), ``cv_groups`` with ``groups`` (read it with

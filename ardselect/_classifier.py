@@ -631,6 +631,12 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             One row per feature and binary problem, ordered by class, then rank:
 
             * ``class``, ``rank`` (1 = best), ``feature``, ``selected``;
+            * ``pip``, ``credible_set``, ``set_probability``, ``alternatives``: the gene's
+              posterior inclusion probability, its credible set (``credible_sets_``), the
+              probability that the model holds one of the set's genes, and the set's other
+              genes, best first, as ``"NAME (pip)"``; NaN / <NA> / empty for genes outside the
+              neighbourhood of the selection, and with ``certainty=False``
+              (:mod:`ardselect._neighbourhood`);
             * ``contribution``: the posterior mean weight times the feature's mean in the class
               minus its mean in the rest (training data): the feature's part of the difference
               between the model's mean latent score in the class and in the rest, which the

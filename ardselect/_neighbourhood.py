@@ -15,9 +15,11 @@ correlated with it. So, for each binary problem:
    that of the full model with every gene outside the neighbourhood held out of it;
 3. credible sets: each selected gene (by decreasing PIP) joins the first earlier set whose every
    gene it is correlated with (at least ``min_correlation``), or else seeds a set, which takes the
-   neighbourhood's other free genes correlated with every member (decreasing PIP, only genes whose
-   posterior odds of inclusion are at least ``CREDIBLE_MIN_BAYES_FACTOR`` times their prior odds)
-   until the probability that the set holds at least one gene of the model reaches ``coverage``.
+   neighbourhood's other free genes correlated with every member, in decreasing PIP *given that
+   the seed is out of the model* (only genes whose posterior odds of inclusion, so given, are at
+   least ``CREDIBLE_MIN_BAYES_FACTOR`` times their prior odds), until the probability that the set
+   holds at least one gene of the model reaches ``coverage``. (EP's own PIPs of two near copies
+   can put nearly all the probability on one of them; with the seed out, the other shows.)
 
 The set's probability is not the sum of its PIPs (near copies of a gene can both be in the
 model, and EP's PIPs of such genes add up to more than the probability that one is). It is one
@@ -53,7 +55,10 @@ SLAB_VARIANCE = 1.0
 MAX_NODE_P0 = 0.5
 CONTINUATION_GENES = 20.0
 #: Hyperprior nodes of smaller posterior weight are left out of a set's probability.
-NODE_MIN_WEIGHT = 1e-3
+NODE_MIN_WEIGHT = 1e-2
+#: EP tolerance of the fits without a set's genes (warm-started from the full fit): their evidence
+#: and PIPs move by well under 0.01 below it.
+WITHOUT_TOL = 1e-3
 CREDIBLE_MIN_BAYES_FACTOR = 10.0
 
 
@@ -133,7 +138,7 @@ class _Start:
 def _fit_nodes(P, icpt, nodes, *, intercept_alpha, tol, max_iter):
     """EP at every node (sparsest last), reached by continuation from a denser prior."""
 
-    def ep(p0, P_, start):
+    def ep(p0, P_, start, tol=tol):
         return run_spikeslab_ep(P_, prior_inclusion=p0, slab_variance=SLAB_VARIANCE,
                                 intercept=icpt, intercept_alpha=intercept_alpha, tol=tol,
                                 max_iter=max_iter, start=start)
@@ -157,7 +162,8 @@ def _fit_nodes(P, icpt, nodes, *, intercept_alpha, tol, max_iter):
 
 def neighbourhood_certainty(Z, t, seeds, *, n_genes, intercept_alpha=0.01, coverage=0.95,
                             min_correlation=0.5, min_bayes_factor=CREDIBLE_MIN_BAYES_FACTOR,
-                            outside_log_bf=None, tol=1e-4, max_iter=200):
+                            outside_log_bf=None, prior_genes=PRIOR_GENES, tol=1e-4,
+                            max_iter=200):
     """PIPs and credible sets of the spike-and-slab model restricted to the genes ``Z``.
 
     Parameters
@@ -184,6 +190,8 @@ def neighbourhood_certainty(Z, t, seeds, *, n_genes, intercept_alpha=0.01, cover
         chosen model). Each node's prior weight is multiplied by the genes' prior-weighted chance
         ``prod_j (1 - p0 + p0 BF_j)``: without it the nodes would be weighed as if the genes
         outside were known to be out, or as if they were not there.
+    prior_genes : tuple of float, default=PRIOR_GENES
+        The hyperprior's expected numbers of genes in the model, equally likely a priori.
     tol, max_iter : float, int
         EP's convergence tolerance and largest number of sweeps.
 
@@ -195,7 +203,7 @@ def neighbourhood_certainty(Z, t, seeds, *, n_genes, intercept_alpha=0.01, cover
     n, m = Z.shape
     P = t[:, None] * Z
     icpt = t if intercept_alpha is not None else None
-    genes = np.asarray(PRIOR_GENES)
+    genes = np.asarray(prior_genes, dtype=np.float64)
     p0_all = np.minimum(genes / max(n_genes, 1), MAX_NODE_P0)
     nodes, counts = np.unique(p0_all, return_counts=True)
     order = np.argsort(-nodes)
@@ -219,25 +227,34 @@ def neighbourhood_certainty(Z, t, seeds, *, n_genes, intercept_alpha=0.01, cover
         Zc = _standardise(Z, center=True)
         R = np.abs(Zc.T @ Zc) / n
 
-    def log_p_none(members):
-        """Log P(no gene of ``members`` in the model | t), by the evidence ratio (module notes)."""
+    def without(members):
+        """``log P(no gene of members in | t)`` and the others' PIPs given that none is in.
+
+        The first by the evidence ratio (module notes); the PIPs average the EP fits without
+        ``members`` over the nodes, weighted by their posterior given that none is in (NaN at
+        ``members``).
+        """
         keep = np.ones(m, dtype=bool)
         keep[members] = False
-        terms = []
+        terms, pips = [], []
         for g, f in enumerate(fits):
             # Nodes of negligible weight are left out (the others' weights renormalised): the
             # answer moves by at most their weight, NODE_MIN_WEIGHT each.
             if not use[g] or w[g] < NODE_MIN_WEIGHT:
                 continue
             st = ep(f.prior_inclusion, P[:, keep],
-                    _Start(f.tau, f.nu, f.lam[keep], f.eta[keep]))
+                    _Start(f.tau, f.nu, f.lam[keep], f.eta[keep]), tol=max(tol, WITHOUT_TOL))
             terms.append(log_w[g] + len(members) * np.log1p(-f.prior_inclusion)
                          + st.log_evidence - f.log_evidence)
+            pips.append(st.pip)
         kept = log_w[use & (w >= NODE_MIN_WEIGHT)]
-        return float(logsumexp(terms) - logsumexp(kept))
+        terms = np.array(terms)
+        cond = np.full(m, np.nan)
+        cond[keep] = np.exp(terms - logsumexp(terms)) @ np.array(pips)
+        return float(logsumexp(terms) - logsumexp(kept)), cond
 
     def prob_any(members):
-        return -float(np.expm1(min(log_p_none(members), 0.0)))
+        return -float(np.expm1(min(without(members)[0], 0.0)))
 
     odds = min_bayes_factor * p0_mean / (1.0 - p0_mean)
     min_pip = odds / (1.0 + odds)
@@ -257,10 +274,19 @@ def neighbourhood_certainty(Z, t, seeds, *, n_genes, intercept_alpha=0.01, cover
             sets[home] = (members, prob_any(members))
             continue
         members = [int(s)]
-        prob = float(pip[s])
+        if pip[s] >= coverage:
+            sets.append((members, float(pip[s])))
+            continue
+        # The candidates are the genes that take the gene's place when it is out: EP's PIPs of
+        # two near copies can put nearly all the probability on one of them.
+        cond = without(members)[1]
+        prob = float(pip[s])  # a set of one: the gene's PIP
         fresh = True  # prob is that of the current members
-        ok = free & (R[s] >= min_correlation) & (pip >= min_pip)
-        for h in np.argsort(-pip, kind="stable"):
+        ok = free & (R[s] >= min_correlation) & (np.nan_to_num(cond) >= min_pip)
+        # P(s or others) <= P(s) + P(s out) * (sum of the others' PIPs given s out): below the
+        # coverage, no EP is needed yet.
+        p_s, extra = prob, 0.0
+        for h in np.argsort(-np.nan_to_num(cond), kind="stable"):
             if prob >= coverage:
                 break
             if not ok[h]:
@@ -268,8 +294,8 @@ def neighbourhood_certainty(Z, t, seeds, *, n_genes, intercept_alpha=0.01, cover
             members.append(int(h))
             free[h] = False
             ok &= R[h] >= min_correlation
-            # P(at least one) <= the sum of the PIPs: below the coverage, no EP is needed yet.
-            if pip[members].sum() >= coverage:
+            extra += cond[h]
+            if p_s + (1.0 - p_s) * extra >= coverage:
                 prob, fresh = prob_any(members), True
             else:
                 fresh = False

@@ -85,6 +85,10 @@ def ranked_genes_df(
     pandas.DataFrame
         Columns ``class`` (the positive class of the binary problem), ``rank`` (1 = best),
         ``gene``, ``description`` (symbol or description when known, else empty), ``selected``,
+        ``pip`` (probability that the gene belongs in the model; NaN outside the neighbourhood of
+        the selection), ``credible_set`` (its set of interchangeable genes, ``<NA>`` if none),
+        ``set_probability`` (that the model holds at least one gene of the set),
+        ``alternatives`` (the set's other genes, best first, with their PIPs),
         ``contribution`` (the weight times the gene's class-mean difference: its part of the
         model's separation of the class from the rest; ranks the selected genes),
         ``std_weight`` (the weight times the gene's sd), ``relevance`` (the prior variance the

@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from ardselect import ARDClassifier
 from ardselect._neighbourhood import PRIOR_GENES, neighbourhood, neighbourhood_certainty
 from tests.reference.spikeslab_exact import exact_spike_slab
+from tests.reference.spikeslab_gibbs import gibbs_spike_slab
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import certainty as bench  # noqa: E402  (the planted data of the benchmark)
@@ -192,3 +193,31 @@ def test_no_certainty_leaves_the_columns_empty(tmp_path, expression):
     assert genes["pip"].isna().all()
     assert genes["credible_set"].isna().all()
     assert (out / "inclusion.png").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_pips_match_a_gibbs_sampler_with_correlated_genes():
+    rng = np.random.default_rng(0)
+    n, m = 60, 16
+    X = rng.normal(size=(n, m))
+    for j, c in ((0, 8), (3, 9), (5, 10)):
+        X[:, c] = 0.8 * X[:, j] + 0.6 * rng.normal(size=n)  # correlation about 0.8
+    Z = (X - X.mean(0)) / X.std(0)
+    t = np.where(1.2 * Z[:, 0] - 0.8 * Z[:, 3] + rng.normal(size=n) > 0, 1.0, -1.0)
+    n_genes, expected = 200, 4.0
+    p0 = expected / n_genes
+    res = neighbourhood_certainty(Z, t, [0, 3], n_genes=n_genes, intercept_alpha=1.0,
+                                  prior_genes=(expected,), tol=1e-8)
+    chains = [gibbs_spike_slab(Z, t, p0, 1.0, 1.0, n_sweeps=3000, n_burnin=500, seed=s)
+              for s in range(3)]
+    gibbs = np.mean([c["pip"] for c in chains], axis=0)
+    models = np.concatenate([c["models"] for c in chains])
+    alone = np.setdiff1d(np.arange(m), [0, 8, 3, 9, 5, 10])  # genes without a correlated partner
+    d = np.abs(res.pip - gibbs)
+    assert d[alone].max() <= 0.05, (res.pip, gibbs)
+    # Genes with a partner: EP's PIPs of the two can differ from the sampler's (both in at once),
+    # the probability that the set holds one of them does not.
+    for members, prob, _ in res.sets:
+        truth = float(models[:, members].any(axis=1).mean())
+        assert abs(prob - truth) <= 0.05, (members, prob, truth)
+    assert any(members.size > 1 for members, _, _ in res.sets)
