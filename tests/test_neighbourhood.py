@@ -134,7 +134,8 @@ def test_multiclass_certainty_per_class(expression):
 def test_credible_sets_cover_and_are_calibrated_on_planted_correlated_data():
     rows = bench.replicates(range(12), n=100, p=300)
     cov, ece_sets, _, _ = bench.summary(rows)
-    # benchmarks/certainty.py over 3 x 20 replicates: see docs/benchmarks.md
+    # benchmarks/certainty.py over 3 x 10 replicates: coverage 0.96-0.97, set ECE 0.03-0.05
+    # (docs/benchmarks.md); 12 replicates hold about 30 sets, hence the wider bounds here.
     assert cov >= 0.9
     assert ece_sets <= 0.08
 
