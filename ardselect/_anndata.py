@@ -27,6 +27,7 @@ from ._anndata_results import (
 )
 from ._expression import expression
 from ._lazy import is_dask
+from ._neighbourhood import set_memberships
 from ._validation import (
     check_class_labels,
     check_clean_names,
@@ -64,6 +65,10 @@ _RANKED_COLUMNS = (
     "gene",
     "description",
     "selected",
+    "pip",
+    "credible_set",
+    "set_probability",
+    "alternatives",
     "contribution",
     "std_weight",
     "relevance",
@@ -103,6 +108,9 @@ _SPIKESLAB_COLUMNS = (
 )
 #: Columns of its credible-set table (``SpikeSlabClassifier.credible_sets_`` with gene names).
 _CREDIBLE_COLUMNS = ("class", "set", "gene", "description", "pip", "set_pip", "size", "purity")
+#: The credible sets of the ARD signature (``ARDClassifier.credible_sets_``).
+_ARD_CREDIBLE_COLUMNS = ("class", "set", "gene", "description", "pip", "set_probability", "size",
+                         "purity")
 #: Columns of its hyperprior table (``SpikeSlabClassifier.hyper_results_``).
 _HYPER_COLUMNS = ("class", "expected_genes", "prior_inclusion", "log_evidence", "weight",
                   "converged", "n_iter")
@@ -340,6 +348,19 @@ def _rank_core(
             log2_fc=lfc, preprocessor=pre, estimator=est, model=model, dropped=dropped,
             kind="spike-slab", credible=credible, hyper=hyper)
 
+    ranked["credible_set"] = ranked["credible_set"].astype("Int64")
+    credible = est.credible_sets_.copy()
+    credible["class"] = [label_of[c] for c in credible["class"]]
+    idx = np.array([column[str(f)] for f in credible["feature"]], dtype=np.intp)
+    credible["gene"] = kept_names[idx]
+    credible["description"] = descriptions[kept[idx]]
+    credible = credible[list(_ARD_CREDIBLE_COLUMNS)].reset_index(drop=True)
+    credible["set"] = credible["set"].astype(np.int64)
+    credible["size"] = credible["size"].astype(np.int64)
+    # The alternatives by gene name (the estimator's table names its columns).
+    member = set_memberships(credible, "gene")
+    ranked["alternatives"] = [member.get((c, str(g)), (0, 0.0, ""))[2]
+                              for c, g in zip(ranked["class"], ranked["gene"], strict=True)]
     path = est.path_.rename(columns={"n_basis": "n_features"})  # genes: the basis is features
     path["class"] = [label_of[c] for c in path["class"]]
     path["gene"] = [
@@ -392,6 +413,7 @@ def _rank_core(
         model=model,
         dropped=dropped,
         fit_rows=fit_rows,
+        credible=credible,
     )
 
 
@@ -606,6 +628,12 @@ def rank_genes(
         * ``var[f"{key}_weight"]`` (float64): posterior mean weight of the standardised gene, 0
           outside the model (multi-class: in the problem of the class where it ranks best);
         * ``var[f"{key}_weight_sd"]`` (float64): its posterior standard deviation;
+        * ``var[f"{key}_pip"]``, ``var[f"{key}_set_probability"]`` (float64) and
+          ``var[f"{key}_credible_set"]`` (int64, 0 for a gene in no set): the gene's posterior
+          inclusion probability (NaN outside the neighbourhood of the selection), the
+          probability that its credible set holds a gene of the model, and the set's number
+          (the guide's "How sure is each gene"; with ``certainty=False`` in
+          ``estimator_params``, NaN and 0);
         * ``var[f"{key}_log_bf"]``, ``var[f"{key}_p_sign"]``, ``var[f"{key}_log_bf_marginal"]``,
           ``var[f"{key}_cv_frequency"]``, ``var[f"{key}_t_stat"]`` (float64): the gene's log Bayes
           factor for being in the chosen model, the probability that its weight has the sign of
@@ -614,13 +642,15 @@ def rank_genes(
           :meth:`ardselect.ARDClassifier.ranked_features`; NaN for constant genes);
         * multi-class only: ``var[f"{key}_class"]`` (str), the class where the gene ranks best,
           and ``varm[f"{key}_rank"]`` (int64), ``varm[f"{key}_weight"]`` (float64),
-          ``varm[f"{key}_selected"]`` (bool) and the five certainty columns above (float64),
-          each (n_vars, n_classes) with columns in ``uns[key]["problems"]`` order;
+          ``varm[f"{key}_selected"]`` (bool), ``varm[f"{key}_credible_set"]`` (int64) and the
+          seven certainty columns above (float64), each (n_vars, n_classes) with columns in
+          ``uns[key]["problems"]`` order;
         * ``uns[key]``: ``params`` (every argument and the ardselect version), ``classes``
           (str array), ``problems`` (str array: the class of each binary problem), ``positive`` (str),
           ``chosen_step`` (int array aligned with ``problems``; :func:`ardselect.get.chosen_steps`
           gives a dict), ``n_fit_samples`` (the samples the model was fitted on: every one, or
-          the stratified sketch of ``estimator_params["max_samples"]``), ``ranked`` and
+          the stratified sketch of ``estimator_params["max_samples"]``), ``credible_sets``
+          (read it with :func:`ardselect.get.credible_sets_df`), ``ranked`` and
           ``path`` and ``frontier`` (tables as dicts of columns; read them with
           :func:`ardselect.get.ranked_genes_df`, :func:`ardselect.get.path_df` and
           :func:`ardselect.get.frontier_df`), ``cv_groups`` with ``groups`` (read it with

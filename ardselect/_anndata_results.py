@@ -23,7 +23,8 @@ from .model import PortableModel
 from .preprocessing import Preprocessor
 
 #: Per-gene certainty columns of the ranked table, also written to ``var`` (and ``varm``).
-_CERTAINTY = ("log_bf", "p_sign", "log_bf_marginal", "cv_frequency", "t_stat")
+_CERTAINTY = ("pip", "set_probability", "log_bf", "p_sign", "log_bf_marginal", "cv_frequency",
+              "t_stat")
 
 
 #: Its per-gene certainty columns, written to ``var`` (and ``varm``) as floats.
@@ -50,7 +51,7 @@ class RankResult:
     model: PortableModel
     dropped: np.ndarray  # names of the constant genes dropped
     kind: str = "ard"  # one of MODELS
-    credible: pd.DataFrame | None = None  # _CREDIBLE_COLUMNS (spike-slab only)
+    credible: pd.DataFrame | None = None  # _CREDIBLE_COLUMNS (_ARD_CREDIBLE_COLUMNS for ARD)
     hyper: pd.DataFrame | None = None  # _HYPER_COLUMNS (spike-slab only)
     cv_groups: pd.DataFrame | None = None  # ARDClassifier.cv_groups_ (ARD with groups only)
     covariates: pd.DataFrame | None = None  # the covariates' weights (ARD with covariates only)
@@ -294,8 +295,7 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
         selected[pos, k] = block["selected"].to_numpy()
         for c in columns:
             certainty[c][pos, k] = block[c].to_numpy(dtype=np.float64)
-        if spikeslab:
-            credible_set[pos, k] = block["credible_set"].fillna(0).to_numpy(dtype=np.int64)
+        credible_set[pos, k] = block["credible_set"].fillna(0).to_numpy(dtype=np.int64)
     best = np.argmin(rank, axis=1)  # first class on ties
     rows = np.arange(n_vars)
     adata.var[f"{key}_rank"] = rank[rows, best]
@@ -304,8 +304,7 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
     adata.var[f"{key}_weight_sd"] = sd[rows, best]
     for c in columns:
         adata.var[f"{key}_{c}"] = certainty[c][rows, best]
-    if spikeslab:
-        adata.var[f"{key}_credible_set"] = credible_set[rows, best]
+    adata.var[f"{key}_credible_set"] = credible_set[rows, best]
     if multi:
         adata.var[f"{key}_class"] = np.asarray(problems, dtype=object)[best]
         adata.varm[f"{key}_rank"] = rank
@@ -313,8 +312,7 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
         adata.varm[f"{key}_selected"] = selected
         for c in columns:
             adata.varm[f"{key}_{c}"] = certainty[c]
-        if spikeslab:
-            adata.varm[f"{key}_credible_set"] = credible_set
+        adata.varm[f"{key}_credible_set"] = credible_set
     if spikeslab:
         adata.uns[key] = _spikeslab_record(adata, result, problems, params, symbol_key)
         return
@@ -327,6 +325,7 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
         # turns a key such as "CD4+/CD25 T Reg" into nested groups.
         "chosen_step": np.array([int(result.chosen_step[p]) for p in problems], dtype=np.int64),
         "ranked": _table_to_uns(ranked),
+        "credible_sets": _table_to_uns(result.credible),
         "path": _table_to_uns(result.path),
         "frontier": _table_to_uns(result.frontier),
         **({"cv_groups": _table_to_uns(result.cv_groups)}

@@ -19,6 +19,7 @@ from ._constraints import Interval, Options, check_params
 from ._criteria import CRITERIA, check_criterion, group_cavities
 from ._cv import Calibration, check_groups, choose_by_cv
 from ._design import as_design
+from ._neighbourhood import add_certainty_columns, certainty_frames, fit_certainty
 from ._parallel import one_blas_thread, run_tasks
 from ._probit import moderated_latent, probit_log_proba
 from ._problem import SIZE_GRID, PathSpec, ep_tol_for
@@ -90,9 +91,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     tol : float >= 0, default=0.01
         The path stops when no action gains more than ``tol`` nats of marginal likelihood.
     alpha_min : float >= 0, default=10.0
-        Floor of the ARD precisions on unit-RMS features: a prior sd of at most
-        ``1 / sqrt(alpha_min)`` latent units per feature sd. It ends the drift of separable data
-        toward a few genes with huge weights. The paper used 0.01.
+        Floor of the ARD precisions on unit-RMS features (prior sd at most ``alpha_min**-0.5``):
+        it ends the drift of separable data toward huge weights. The paper used 0.01.
     patience : int >= 0, default=20
         The path also stops when the EP evidence has not risen by ``tol`` for this many steps.
     inclusion_penalty : float >= 0 or "bic", default=0.0
@@ -108,12 +108,10 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     max_genes : int >= 1 or None, default=None
         Gene budget: the best model with at most this many genes per binary problem.
     multiclass : {"ovr", "shared"}, default="ovr"
-        More than two classes: one path and size per class (``"ovr"``), or one path for all in
-        which each gene has one precision shared by every class, so all classes use the same
-        genes (``"shared"``).
+        More than two classes: one path and size per class, or one path for all (each gene's
+        precision shared by every class, so all classes use the same genes).
     variance_scale_min : float in [0, 1], default=0.5
-        Smallest variance scale ``s`` of the calibration ``Phi(a + T m / sqrt(1 + s v))``
-        (``criterion="cv"``); 1 keeps the full Bayesian predictive.
+        Smallest ``s`` of the calibration ``Phi(a + T m / sqrt(1 + s v))`` (1: full predictive).
     random_state : int, RandomState instance or None, default=0
         Seeds the folds of the inner cross-validation, the only random choice of a fit.
     loo_prob_scale : float > 0, default=50.0
@@ -126,13 +124,14 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     ep_max_iter : int >= 1, default=200
         Largest number of EP sweeps per path step.
     constant_features : {"warn", "ignore", "raise"}, default="warn"
-        Constant features are kept out of the model with a :class:`ConstantFeatureWarning`,
-        silently, or refused with a :class:`~ardselect.DataError`.
+        Constant features are kept out with a warning, silently, or refused (DataError).
     max_samples : int >= 2 or None, default=None
         Fit a deterministic stratified sketch of at most this many samples (``sketch_``).
     n_jobs : int or None, default=None
-        Binary problems and fold fits in parallel threads (or as tasks on a running dask
-        Client for a dask ``X``); results do not depend on it.
+        Problems and folds in parallel threads (dask tasks for a dask ``X``); same results.
+    certainty : bool, default=True
+        ``pip_`` and ``credible_sets_`` by spike-and-slab EP on the selection's neighbourhood
+        (guide: "How sure is each gene"; feature basis without covariates).
 
     Attributes
     ----------
@@ -143,7 +142,6 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     alpha_ : ndarray of shape (n_problems, n_basis)
         ARD precisions in the units of the input, ``inf`` outside the model.
     intercept_, intercept_sd_, intercept_alpha_ : ndarray of shape (n_problems,)
-        Posterior mean, sd and precision of the intercept.
     covariate_coef_, covariate_coef_sd_ : ndarray of shape (n_problems, n_covariates_in_)
         Posterior mean and sd of the weights of the covariates held (``fit(..., covariates=)``).
     path_ : pandas.DataFrame
@@ -161,10 +159,13 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     combine_temperature_ : float (the temperature of the multi-class combination)
     chosen_step_ : ndarray of int of shape (n_problems,) (the step chosen for each problem)
     support_ : ndarray of bool of shape (n_features_in_,) (in the chosen model of any class)
+    pip_ : ndarray of shape (n_problems, n_basis) (inclusion probabilities, NaN if not examined)
+    credible_sets_ : pandas.DataFrame
+        Per gene of a set: ``class``, ``set``, ``feature``, ``pip``, ``set_probability``,
+        ``size``, ``purity``.
     posteriors_ : list of Posterior
         Posterior of each problem's selected weights (:class:`ardselect.model.Posterior`).
-    relevance_vectors_ : ndarray of int
-        Kernel basis: training points whose functions are in the model.
+    relevance_vectors_ : ndarray of int (kernel basis: the training points in the model)
     n_iter_ : int
         Largest number of path steps of a binary problem.
     n_features_in_, n_covariates_in_ : int
@@ -204,7 +205,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                  intercept_alpha=INTERCEPT_ALPHA, cv=5, cv_repeats=1, cv_rule="min",
                  max_genes=None, multiclass="ovr", variance_scale_min=0.5, random_state=0,
                  loo_prob_scale=50.0, damping=1.0, ep_tol="auto", ep_max_iter=200,
-                 constant_features="warn", max_samples=None, n_jobs=None):
+                 constant_features="warn", max_samples=None, n_jobs=None, certainty=True):
         self.criterion = criterion
         self.kernel = kernel
         self.gamma = gamma
@@ -233,6 +234,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         self.constant_features = constant_features
         self.max_samples = max_samples
         self.n_jobs = n_jobs
+        self.certainty = certainty
 
     #: The parameter contract, checked by ``check_params`` at the start of ``fit``.
     _constraints: dict = {
@@ -256,6 +258,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         "constant_features": [Options({"warn", "ignore", "raise"})],
         "max_samples": [Interval(Integral, 2, None, closed="left"), None],
         "n_jobs": [Integral, None],
+        "certainty": ["boolean"],
     }
 
     # ------------------------------------------------------------------ fitting
@@ -455,6 +458,17 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         at_cv = all(f.chosen == f.cv_step for f in self._fits)
         self.combine_temperature_ = (float(getattr(self, "_combine_temperature", 1.0))
                                      if at_cv else 1.0)
+        self._set_certainty()
+
+    def _set_certainty(self):
+        """``pip_`` and ``credible_sets_`` of the chosen models (:mod:`ardselect._neighbourhood`)."""
+        on = self.certainty and self.kernel == "features" and not self._cov_cols.size
+        a0 = INTERCEPT_ALPHA if self.intercept_alpha == "ard" else float(self.intercept_alpha)
+        results = [fit_certainty(f, self._n_basis, intercept_alpha=a0) if on else None
+                   for f in self._fits]
+        self.pip_, self.credible_sets_ = certainty_frames(
+            results, [f.positive_class for f in self._fits], self._basis_names,
+            len(self._fits), self._n_basis)
 
     def _set_covariate_weights(self):
         """``covariate_coef_`` and ``covariate_coef_sd_``: the covariates' weights per problem.
@@ -611,6 +625,12 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             One row per feature and binary problem, ordered by class, then rank:
 
             * ``class``, ``rank`` (1 = best), ``feature``, ``selected``;
+            * ``pip``, ``credible_set``, ``set_probability``, ``alternatives``: the gene's
+              posterior inclusion probability, its credible set (``credible_sets_``), the
+              probability that the model holds one of the set's genes, and the set's other
+              genes, best first, as ``"NAME (pip)"``; NaN / <NA> / empty for genes outside the
+              neighbourhood of the selection, and with ``certainty=False``
+              (:mod:`ardselect._neighbourhood`);
             * ``contribution``: the posterior mean weight times the feature's mean in the class
               minus its mean in the rest (training data): the feature's part of the difference
               between the model's mean latent score in the class and in the rest, which the
@@ -646,5 +666,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             features that cannot enter (constant ones).
         """
         check_is_fitted(self)
-        return certainty_table(self._fits, self.coef_, self.coef_sd_, self.alpha_,
-                               alpha_min=self.alpha_min, intercept_alpha=self.intercept_alpha)
+        table = certainty_table(self._fits, self.coef_, self.coef_sd_, self.alpha_,
+                                alpha_min=self.alpha_min, intercept_alpha=self.intercept_alpha)
+        return add_certainty_columns(table, self.pip_, self.credible_sets_, self._basis_names,
+                                     [f.positive_class for f in self._fits])

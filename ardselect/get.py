@@ -85,6 +85,10 @@ def ranked_genes_df(
     pandas.DataFrame
         Columns ``class`` (the positive class of the binary problem), ``rank`` (1 = best),
         ``gene``, ``description`` (symbol or description when known, else empty), ``selected``,
+        ``pip`` (probability that the gene belongs in the model; NaN outside the neighbourhood of
+        the selection), ``credible_set`` (its set of interchangeable genes, ``<NA>`` if none),
+        ``set_probability`` (that the model holds at least one gene of the set),
+        ``alternatives`` (the set's other genes, best first, with their PIPs),
         ``contribution`` (the weight times the gene's class-mean difference: its part of the
         model's separation of the class from the rest; ranks the selected genes),
         ``std_weight`` (the weight times the gene's sd), ``relevance`` (the prior variance the
@@ -121,19 +125,22 @@ def _is_spikeslab(stored: dict) -> bool:
 
 
 def credible_sets_df(adata, key: str = "ardselect") -> pd.DataFrame:
-    """The credible sets stored by :func:`ardselect.rank_genes` with ``model="spike-slab"``.
+    """The credible sets stored by :func:`ardselect.rank_genes`.
 
     One row per gene of a set: ``class``, ``set`` (1, 2, ... per class: the ``credible_set`` of
-    :func:`ranked_genes_df`), ``gene``, ``description``, ``pip``, ``set_pip`` (the sum of the set's
-    PIPs, at least the coverage, 0.95 by default), ``size`` and ``purity`` (the smallest absolute
-    correlation between two of its genes). A set gathers genes the data cannot tell apart; the
-    model is likely to hold one of them, though not which. See
-    :attr:`ardselect.SpikeSlabClassifier.credible_sets_`.
+    :func:`ranked_genes_df`), ``gene``, ``description``, ``pip``, then, for the default ARD model,
+    ``set_probability`` (the probability that the model holds at least one of the set's genes;
+    :attr:`ardselect.ARDClassifier.credible_sets_`), or with ``model="spike-slab"``, ``set_pip``
+    (the sum of the set's PIPs, at least the coverage, 0.95 by default;
+    :attr:`ardselect.SpikeSlabClassifier.credible_sets_`), and ``size`` and ``purity`` (the
+    smallest absolute correlation between two of its genes). A set gathers genes the data cannot
+    tell apart: the model is likely to hold one of them, though not which. Empty for a fit with
+    ``certainty=False``.
     """
     stored = _stored(adata, key)
-    if not _is_spikeslab(stored):
-        msg = (f"uns[{key!r}] holds ARD results, which have no credible sets; rank with "
-               "model='spike-slab'")
+    if "credible_sets" not in stored:
+        msg = (f"uns[{key!r}] holds no credible sets (written by an older ardselect); rank the "
+               "data again")
         raise ArdselectError(msg)
     return _uns_to_table(stored["credible_sets"])
 

@@ -14,8 +14,8 @@ import pandas as pd
 from .io import atomic_write
 
 __all__ = [
-    "LOO_PROB_FLOOR", "calibration", "certainty", "frontier", "path", "require_matplotlib",
-    "save_png", "weights",
+    "LOO_PROB_FLOOR", "calibration", "certainty", "frontier", "inclusion", "path",
+    "require_matplotlib", "save_png", "weights",
 ]
 
 #: ``action`` of the pruning tail's deletions in a path table.
@@ -248,6 +248,89 @@ def weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fi
         if k == 0:
             ax.text(0.5, 0.5, "no gene selected", ha="center", va="center",
                     transform=ax.transAxes)
+    for ax in axes[len(classes):]:
+        ax.set_visible(False)
+    if title and len(classes) > 1:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def inclusion(ranked: pd.DataFrame, *, top: int = 40, title: str | None = None, fig=None):
+    """How sure the model is of each gene: inclusion probabilities, grouped by credible set.
+
+    ``ranked`` is a ranked table with the certainty columns (:meth:`ARDClassifier.ranked_features`
+    or :func:`ardselect.get.ranked_genes_df`: ``rank``, ``gene`` or ``feature``, ``selected``,
+    ``pip``, ``credible_set``, ``set_probability``, optionally ``class`` and ``description``).
+    For each class, the genes of its credible sets (at most ``top``), set by set: a bar is the
+    gene's posterior inclusion probability (PIP), its colour the set (genes the data cannot tell
+    apart), a dot marks the genes the model selected, and the label right of each set's first
+    bar is the probability that the model holds at least one of its genes. One panel per class
+    (at most 12). Returns the matplotlib Figure.
+    """
+    require_matplotlib()
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    table, name_col, classes = _per_class(ranked)
+    if "credible_set" not in table:
+        msg = "the table has no credible_set column: fit with certainty=True"
+        raise ValueError(msg)
+
+    def members(cls):
+        sub = table[(table["class"].astype(str) == cls) & table["credible_set"].notna()]
+        order = np.lexsort((-sub["pip"].to_numpy(float), sub["credible_set"].to_numpy(int)))
+        return sub.iloc[order].head(top)
+
+    counts = [len(members(c)) for c in classes]
+    height = max(2.5, 0.2 * max(counts + [1]) + 1.6)
+    ncol, nrow = _grid(len(classes))
+    if fig is None:
+        fig = Figure(figsize=(6.0 * ncol, height * nrow + (0.4 if title else 0.0)),
+                     layout="constrained")
+    elif fig.get_layout_engine() is None:
+        fig.set_layout_engine("constrained")
+    axes = np.atleast_1d(fig.subplots(nrow, ncol, squeeze=False)).ravel()
+    for ax, cls in zip(axes, classes, strict=False):
+        sub = members(cls)
+        k = len(sub)
+        ypos = np.arange(k)[::-1]
+        sets = sub["credible_set"].to_numpy(int)
+        colors = [f"C{(s - 1) % 10}" for s in sets]
+        pip = sub["pip"].to_numpy(float)
+        ax.barh(ypos, pip, color=colors, height=0.7)
+        sel = sub["selected"].astype(bool).to_numpy()
+        ax.scatter(pip[sel] + 0.02, ypos[sel], color="k", s=10, zorder=3)
+        labels = sub[name_col].astype(str).to_numpy()
+        if "description" in sub:
+            desc = sub["description"].fillna("").astype(str).to_numpy()
+            labels = np.array([_short(f"{g} {d}".strip(), max(LABEL_WIDTH, len(g)))
+                               for g, d in zip(labels, desc, strict=True)])
+        ax.set_yticks(ypos)
+        ax.set_yticklabels(labels, fontsize=7)
+        first = np.flatnonzero(np.r_[True, sets[1:] != sets[:-1]]) if k else []
+        prob = sub["set_probability"].to_numpy(float)
+        for i in first:
+            ax.text(1.02, ypos[i], f"set {sets[i]}: P = {prob[i]:.2f}", fontsize=7,
+                    va="center", ha="left", transform=ax.get_yaxis_transform(),
+                    color=colors[i])
+        ax.set_xlim(0.0, 1.0)
+        ax.set_xlabel("probability that the gene is in the model (PIP)")
+        ax.grid(visible=True, axis="x", alpha=0.3)
+        sub_title = f"{cls} vs rest" if len(classes) > 1 else (title or "")
+        if sub_title:
+            ax.set_title(sub_title, fontsize=9)
+        if k == 0:
+            any_sel = table.loc[table["class"].astype(str) == cls, "selected"].astype(bool).any()
+            ax.text(0.5, 0.5, "no inclusion probabilities (certainty off)" if any_sel
+                    else "no gene selected", ha="center", va="center", transform=ax.transAxes)
+            continue
+        keys = [Patch(color="C0", label="bar colour: one credible set, genes the data "
+                                        "cannot tell apart"),
+                Line2D([], [], color="k", marker="o", ls="", ms=3, label="selected by the model"),
+                Patch(color="none", label="P: probability that the model holds at least one "
+                                          "gene of the set")]
+        ax.legend(handles=keys, fontsize=6, loc="lower right", framealpha=0.85)
     for ax in axes[len(classes):]:
         ax.set_visible(False)
     if title and len(classes) > 1:

@@ -21,6 +21,20 @@ FIT_COLUMNS = {
             "they would add to the model.",
     "gene": "The gene's identifier in the data (var name or table column).",
     "description": "Its symbol or description, when the data carry one.",
+    "pip": "Posterior inclusion probability: the probability, given the data, that the gene "
+           "belongs in the model, with the uncertainty about which other genes belong summed "
+           "over. Computed for the selected genes and the genes most correlated with them "
+           "(empty for the others). Genes that stand in for each other share their probability: "
+           "read it together with the gene's credible set.",
+    "credible_set": "The number of the gene's credible set: the selected gene and the genes the "
+                    "data cannot tell apart from it (every two correlated at least 0.5), taken "
+                    "until the model holds one of them with probability 0.95, or the "
+                    "correlated candidates run out.",
+    "set_probability": "The probability that the model holds at least one gene of the set. "
+                       "High, with low PIPs for its genes: one of them matters, the data do not "
+                       "say which.",
+    "alternatives": "The other genes of the set, best first, with their PIPs: what could stand "
+                    "in for this gene.",
     "contribution": "The weight times the gene's mean in the class minus its mean in the rest: "
                     "the gene's part of the gap between the model's mean class score in the "
                     "class and in the rest, which the selected genes' contributions add up to. "
@@ -35,16 +49,18 @@ FIT_COLUMNS = {
               "of the gene (after preprocessing); 0 outside the model. Positive: the gene pushes "
               "towards the class. A weight is conditional on the other genes: correlated genes "
               "share signal. Not the gene's mean expression.",
-    "weight_sd": "Posterior standard deviation of the weight. weight / weight_sd is the z "
-                 "column.",
+    "weight_sd": "Posterior standard deviation of the weight in the chosen model, the other genes "
+                 "held in it. weight / weight_sd is the z column. It is not how sure the model is "
+                 "of the gene: see pip and the credible set.",
     "alpha": "The prior precision the model gives the weight (inf outside the model).",
     "entered_step": "The first step of the path with the gene in the model.",
     "log_bf": "Log Bayes factor of the model with the gene against the model without it, the "
-              "other genes as chosen. Above 0: the model needs the gene beside the others; "
+              "other genes held as chosen (a statement about redundancy, not relevance: see "
+              "pip). Above 0: the model needs the gene beside the others; "
               "below 0: evidence against it. A gene whose signal another selected gene already "
               "carries gets a value near 0, however relevant on its own.",
-    "p_sign": "Probability that the weight has the sign of the weight column (outside the "
-              "model: of z, the sign it would take).",
+    "p_sign": "Probability that the weight has the sign of the weight column, the other genes "
+              "held as chosen (outside the model: of z, the sign it would take).",
     "z": "Posterior mean / sd of the weight: a signed 'how many sds from zero'.",
     "log_bf_marginal": "Log Bayes factor of the gene alone (beside the intercept) against the "
                        "intercept alone: how much the gene predicts on its own, whatever else "
@@ -73,11 +89,12 @@ FIT_FIGURES = (
      "The EP log evidence, the EP leave-one-out error, the leave-one-out error probability and "
      "the number of genes at every step of the path. After the dotted line the path is "
      "continued by its pruning tail, down to a single gene; the dashed line is the chosen step."),
-    ("weights.png", "The weights of the selected genes",
-     "Posterior mean of each selected gene's weight with +-2 posterior sd, best-ranked at the "
-     "top. Blue: the interval excludes 0; grey: it crosses 0 (typical of a gene that shares its "
-     "signal with correlated genes). On the right, the share of the cross-validation's fold "
-     "models that hold the gene."),
+    ("inclusion.png", "How probable it is that each gene belongs in the model",
+     "Each bar is a gene's posterior inclusion probability (PIP), the probability that it belongs "
+     "in the model. Genes of one colour form a credible set: genes so alike in the data that any "
+     "of them can stand in for the others; P beside a set is the probability that the model holds "
+     "at least one of them. A dot marks the genes the model selected. A set with a high P and "
+     "genes of low PIP says: one of these genes matters, the data do not say which."),
     ("certainty.png", "How sure the model is of each gene",
      "For the best-ranked genes (selected ones dark): the log Bayes factor of the gene in the "
      "model against out of it. Dotted lines mark +-log 3 and +-log 20. On the right, the share "

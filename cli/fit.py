@@ -62,7 +62,7 @@ from ._util import (
     warn_line,
 )
 
-FIT_OUTPUTS = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "weights.png", "certainty.png",
+FIT_OUTPUTS = ("genes.tsv", "genes.gmt", "path.tsv", "path.png", "inclusion.png", "certainty.png",
                "model.json", "report.html")
 #: Written with ``--criterion cv`` only.
 FRONTIER_OUTPUTS = ("frontier.tsv", "frontier.png")
@@ -95,6 +95,7 @@ ARD_ONLY = {
     "n_jobs": ("--n-jobs", "it runs in one process"),
     "covariates": ("--covariates", "it holds no covariates"),
     "pseudobulk": ("--pseudobulk", "it runs no cross-validation over donors"),
+    "certainty": ("--no-certainty", "its inclusion probabilities are its fit"),
 }
 
 def fit(
@@ -186,6 +187,13 @@ def fit(
         typer.Option("--n-jobs", "-j", help="Parallel workers for the classes and the "
                      "cross-validation's folds (-1: all cores); the results do not depend on it."),
     ] = -1,
+    certainty: Annotated[
+        bool,
+        typer.Option("--certainty/--no-certainty", help="Give every selected gene its inclusion "
+                     "probability and credible set (the pip, credible_set, set_probability and "
+                     "alternatives columns, inclusion.png): a spike-and-slab fit on the selected "
+                     "genes and the genes most correlated with them."),
+    ] = True,
     lazy: Annotated[
         bool,
         typer.Option("--lazy", help="h5ad/zarr only: leave X on disk, read in chunks of 10,000 "
@@ -207,7 +215,7 @@ def fit(
             help="Output folder (written atomically): genes.tsv, genes.gmt (CLASS_up / CLASS_down "
             "sets), genes.rnk (pre-ranked list; rnk/CLASS.rnk per class), frontier.tsv and "
             "frontier.png (held-out log-loss and error against the number of genes; --criterion "
-            "cv), path.tsv, path.png, weights.png, certainty.png, model.json, report.html (one "
+            "cv), path.tsv, path.png, inclusion.png, certainty.png, model.json, report.html (one "
             "self-contained page: summary, signature table, figures, the command). With --model "
             "spike-slab: genes.tsv, credible_sets.tsv, genes.gmt, genes.rnk (or rnk/) and "
             "model.json.",
@@ -337,6 +345,7 @@ def fit(
                 groups=groups if criterion.value == "cv" else None,
                 covariates=held,
                 estimator_params={"random_state": seed_value(seed), "n_jobs": n_jobs,
+                                  "certainty": certainty,
                                   "inclusion_penalty": penalty,
                                   "max_samples": max_samples, "max_genes": max_genes,
                                   "cv_rule": cv_rule.value, "multiclass": multiclass.value},
@@ -373,7 +382,8 @@ def fit(
                                        tmp / "covariates.tsv")
             ardselect.io.write_tsv(path_table, tmp / "path.tsv")
             ardselect.pl.save_png(ardselect.pl.path(path_table, title=title), tmp / "path.png")
-            ardselect.pl.save_png(ardselect.pl.weights(ranked, title=title), tmp / "weights.png")
+            ardselect.pl.save_png(ardselect.pl.inclusion(ranked, title=title),
+                                  tmp / "inclusion.png")
             ardselect.pl.save_png(ardselect.pl.certainty(ranked, title=title),
                                   tmp / "certainty.png")
             ardselect.get.model(adata).save(tmp / "model.json")
@@ -608,15 +618,19 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show, group
             ("direction", {}),
             ("contribution", {"justify": "right"}),
             ("weight", {"justify": "right"}),
-            ("weight_sd", {"justify": "right"}),
+            ("pip", {"justify": "right"}),
+            ("set (P)", {"justify": "right"}),
             ("in folds", {"justify": "right"}),
         ):
             table.add_column(col, **kw)
         for row in rows.itertuples():
             folds = "-" if pd.isna(row.cv_frequency) else f"{100 * row.cv_frequency:.0f}%"
             direction = row.direction + (" *" if row.note else "")
+            pip = "-" if pd.isna(row.pip) else f"{row.pip:.2f}"
+            cset = ("-" if pd.isna(row.credible_set)
+                    else f"{int(row.credible_set)} ({row.set_probability:.2f})")
             table.add_row(str(row.rank), row.gene, row.description, direction,
-                          f"{row.contribution:+.3f}", f"{row.weight:+.3f}", f"{row.weight_sd:.3f}", folds)
+                          f"{row.contribution:+.3f}", f"{row.weight:+.3f}", pip, cset, folds)
         console.print(table)
         shown = True
     if shown:
@@ -624,8 +638,10 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show, group
             "direction: mean higher (up) or lower (down) in the class than in the rest; *: the "
             "model's weight has the other sign (genes.tsv, note). contribution: the gene's part of "
             "the model's separation of the class from the rest (ranks the genes); weight: "
-            "posterior mean and sd; in folds: share of the cross-validation's models holding the "
-            "gene"
+            "posterior mean; pip: probability that the gene belongs in the model; set (P): its "
+            "credible set of interchangeable genes and the probability that the model holds one "
+            "of them (alternatives: genes.tsv); in folds: share of the cross-validation's models "
+            "holding the gene"
         )
     rnk = [name for name, _ in _rnk_files(adata)]
     if len(rnk) > 1:

@@ -77,7 +77,8 @@ def test_binary_tables(binary):
     _, adata = binary
     ranked = ardselect.get.ranked_genes_df(adata)
     assert list(ranked.columns) == [
-        "class", "rank", "gene", "description", "selected", "contribution", "std_weight",
+        "class", "rank", "gene", "description", "selected", "pip", "credible_set",
+        "set_probability", "alternatives", "contribution", "std_weight",
         "relevance", "weight", "weight_sd", "alpha", "entered_step", "log_bf", "p_sign", "z",
         "log_bf_marginal", "cv_frequency", "t_stat",
         "log2_fc", "direction", "note",

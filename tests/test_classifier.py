@@ -245,7 +245,8 @@ def test_ranked_features_table():
     X, y = two_gene_data(12)
     clf = ARDClassifier().fit(X, y)
     r = clf.ranked_features()
-    assert list(r.columns) == ["class", "rank", "feature", "selected", "contribution",
+    assert list(r.columns) == ["class", "rank", "feature", "selected", "pip", "credible_set",
+                               "set_probability", "alternatives", "contribution",
                                "std_weight", "relevance", "mean", "sd", "alpha", "entered_step", "log_bf", "p_sign", "z",
                                "log_bf_marginal", "cv_frequency", "t_stat"]
     assert r["rank"].tolist() == list(range(1, 31))

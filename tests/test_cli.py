@@ -23,7 +23,7 @@ from ardselect._anndata import _rank_core
 
 runner = CliRunner()
 FILES = ("genes.tsv", "genes.gmt", "genes.rnk", "frontier.tsv", "frontier.png", "path.tsv",
-         "path.png", "weights.png", "certainty.png", "model.json", "report.html")
+         "path.png", "inclusion.png", "certainty.png", "model.json", "report.html")
 
 
 def run(*args):
@@ -135,7 +135,8 @@ def test_fit_outputs(fitted):
     assert no_temporaries(work)
     genes = pd.read_csv(out / "genes.tsv", sep="\t", keep_default_na=False)
     assert list(genes.columns) == [
-        "rank", "gene", "description", "selected", "contribution", "std_weight", "relevance",
+        "rank", "gene", "description", "selected", "pip", "credible_set", "set_probability",
+        "alternatives", "contribution", "std_weight", "relevance",
         "weight", "weight_sd", "alpha", "entered_step", "log_bf", "p_sign", "z", "log_bf_marginal",
         "cv_frequency", "t_stat",
         "log2_fc", "direction", "note",

@@ -91,7 +91,8 @@ def test_default_model_is_ard(table, tmp_path):
     result = run("fit", table, "-q", "--criterion", "evidence", "--out", tmp_path / "ard")
     assert result.exit_code == 0, result.stderr
     header = (tmp_path / "ard" / "genes.tsv").read_text().splitlines()[0].split("\t")
-    assert "pip" not in header
+    assert "set_pip" not in header  # the ARD signature's sets carry set_probability instead
+    assert "set_probability" in header
     assert "cv_frequency" in header
     assert (tmp_path / "ard" / "model.json").exists()
 

@@ -196,3 +196,24 @@ def test_certainty_labels_the_sign_of_genes_outside_the_model_by_their_direction
     assert _sign_labels(table).tolist() == ["w>0", "w<0", "w<0", "w>0", "w<0"]
     # An estimator's own table names the weight "mean".
     assert _sign_labels(table.rename(columns={"weight": "mean"})).tolist()[2] == "w<0"
+
+
+def test_inclusion_draws_each_set_with_its_probability():
+    ranked = pd.DataFrame({
+        "rank": [1, 2, 3, 4, 5], "gene": ["A", "B", "C", "D", "E"],
+        "selected": [True, True, False, False, False],
+        "pip": [0.6, 0.1, 0.3, np.nan, 0.05],
+        "credible_set": pd.array([1, 2, 1, None, 2], dtype="Int64"),
+        "set_probability": [0.97, 0.12, 0.97, np.nan, 0.12]})
+    fig = pl.inclusion(ranked, title="t")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["A", "C", "B", "E"]
+    assert [round(p.get_width(), 2) for p in ax.patches] == [0.6, 0.3, 0.1, 0.05]
+    labels = [t.get_text() for t in ax.texts]
+    assert labels == ["set 1: P = 0.97", "set 2: P = 0.12"]
+    # the colours tell the sets apart
+    assert ax.patches[0].get_facecolor() == ax.patches[1].get_facecolor()
+    assert ax.patches[0].get_facecolor() != ax.patches[2].get_facecolor()
+    off = ranked.assign(pip=np.nan, credible_set=pd.array([None] * 5, dtype="Int64"))
+    ax = pl.inclusion(off).axes[0]
+    assert "certainty off" in ax.texts[0].get_text()

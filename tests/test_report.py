@@ -107,7 +107,7 @@ def test_fit_report_is_one_self_contained_page(tables, tmp_path, name):
     text, page = parse(out / "report.html")
     assert_self_contained(text, page, n_images=4)  # frontier, path, weights, certainty
     assert [img["alt"].split(" (")[1] for img in page.images] == [
-        "frontier.png)", "path.png)", "weights.png)", "certainty.png)"]
+        "frontier.png)", "path.png)", "inclusion.png)", "certainty.png)"]
     for heading in ("Summary", "The signature", "What the columns mean", "Figures",
                     "Reproduce this run"):
         assert heading in page.headings

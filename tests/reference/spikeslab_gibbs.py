@@ -35,7 +35,8 @@ def gibbs_spike_slab(Z, t, p0, v_s, v_b, *, n_sweeps=4000, n_burnin=500, seed=0)
 
     Returns
     -------
-    dict with ``pip`` (p,), ``mean`` (p,) and ``intercept`` (float), averages over the kept sweeps.
+    dict with ``pip`` (p,), ``mean`` (p,) and ``intercept`` (float), averages over the kept sweeps,
+    and ``models`` (kept sweeps, p): which genes each kept sweep had in the model.
     """
     rng = np.random.default_rng(seed)
     n, p = Z.shape
@@ -48,6 +49,7 @@ def gibbs_spike_slab(Z, t, p0, v_s, v_b, *, n_sweeps=4000, n_burnin=500, seed=0)
     w_sum = np.zeros(p)
     b_sum = 0.0
     kept = 0
+    draws = []  # the sampled models (which genes are in), one per kept sweep
     for sweep in range(n_sweeps + n_burnin):
         # a_i | rest: N(f_i, 1) truncated to t_i a_i > 0, drawn as t_i x with x > 0.
         m = t * f
@@ -74,8 +76,10 @@ def gibbs_spike_slab(Z, t, p0, v_s, v_b, *, n_sweeps=4000, n_burnin=500, seed=0)
             r -= b
         f = a - r
         if sweep >= n_burnin:
+            draws.append(w != 0.0)
             pip_sum += incl
             w_sum += w
             b_sum += b
             kept += 1
-    return {"pip": pip_sum / kept, "mean": w_sum / kept, "intercept": b_sum / kept}
+    return {"pip": pip_sum / kept, "mean": w_sum / kept, "intercept": b_sum / kept,
+            "models": np.array(draws)}

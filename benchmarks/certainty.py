@@ -1,0 +1,159 @@
+"""The ARD signature's credible sets and PIPs: their calibration on planted data, their cost.
+
+Planted data with correlated blocks: ``n`` samples, ``p`` independent standard normal genes, of
+which ``n_relevant`` carry the signal (weights of size 1 to 2, random signs, probit labels); each
+relevant gene has 0 to 5 near copies (``rho g + sqrt(1 - rho^2) e``, ``rho`` uniform in 0.8-0.99)
+placed among the other genes. The default ``ARDClassifier`` is fitted on each replicate, and its
+``credible_sets_`` and ``pip_`` are scored:
+
+* coverage: the share of sets with probability >= 0.95 that hold a planted gene;
+* set calibration: the expected calibration error (ECE, 10 equal-width bins) of the set
+  probabilities against "the set holds a planted gene";
+* gene calibration: the ECE of the PIPs of genes without near copies (neither a relevant gene
+  with copies nor a copy) against "the gene is planted", over every gene that has a PIP.
+
+Then the cost: the default fit of the bundled Golub data (``ardselect.datasets.leukaemia``, the
+preprocessing of ``./dev.sh demo``), with and without ``certainty``: CPU seconds of this process
+(one BLAS thread), the best of ``--repeats`` runs of each, alternated, after a warm-up fit; the
+ratio must stay <= 1.5.
+
+    python benchmarks/certainty.py                 # 3 seeds x 10 replicates, then Golub timing
+    python benchmarks/certainty.py --replicates 5  # quicker
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np
+
+#: Bins of the expected calibration error.
+N_BINS = 10
+
+
+def planted(seed, *, n=100, p=300, n_relevant=4, max_copies=5):
+    """``X, y, relevant, copies``: the planted data of one replicate (module docstring).
+
+    ``relevant`` holds the planted genes' columns; ``copies`` maps each to its copies' columns.
+    """
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    cols = rng.permutation(p)
+    relevant = np.sort(cols[:n_relevant])
+    free = list(cols[n_relevant:])
+    copies = {}
+    for g in relevant:
+        k = int(rng.integers(0, max_copies + 1))
+        copies[int(g)] = [int(free.pop()) for _ in range(k)]
+        for c in copies[int(g)]:
+            rho = rng.uniform(0.8, 0.99)
+            X[:, c] = rho * X[:, g] + np.sqrt(1.0 - rho * rho) * rng.normal(size=n)
+    w = rng.uniform(1.0, 2.0, size=n_relevant) * rng.choice([-1.0, 1.0], size=n_relevant)
+    y = (X[:, relevant] @ w + rng.normal(size=n) > 0).astype(int)
+    return X, y, relevant, copies
+
+
+def score(seed, *, n=100, p=300):
+    """Set rows ``(probability, holds a planted gene)`` and gene rows ``(pip, planted)``."""
+    from ardselect import ARDClassifier
+
+    X, y, relevant, copies = planted(seed, n=n, p=p)
+    clf = ARDClassifier(random_state=seed).fit(X, y)
+    sets = clf.credible_sets_
+    set_rows = []
+    for _, grp in sets.groupby("set"):
+        cols = [int(f[1:]) for f in grp["feature"]]
+        set_rows.append((float(grp["set_probability"].iloc[0]), bool(np.isin(cols, relevant).any())))
+    near = {g for g, c in copies.items() if c} | {c for cs in copies.values() for c in cs}
+    pip = clf.pip_[0]
+    gene_rows = [(float(pip[j]), j in set(relevant.tolist())) for j in np.flatnonzero(np.isfinite(pip))
+                 if j not in near]
+    return set_rows, gene_rows
+
+
+def replicates(seeds, *, n=100, p=300):
+    """Pooled set and gene rows over ``seeds``."""
+    sets, genes = [], []
+    for s in seeds:
+        a, b = score(int(s), n=n, p=p)
+        sets += a
+        genes += b
+    return sets, genes
+
+
+def ece(rows):
+    """Expected calibration error of ``(probability, outcome)`` rows, 10 equal-width bins."""
+    if not rows:
+        return float("nan")
+    prob = np.array([r[0] for r in rows])
+    hit = np.array([r[1] for r in rows], dtype=float)
+    bins = np.minimum((prob * N_BINS).astype(int), N_BINS - 1)
+    total = 0.0
+    for b in range(N_BINS):
+        m = bins == b
+        if m.any():
+            total += m.sum() * abs(prob[m].mean() - hit[m].mean())
+    return total / prob.size
+
+
+def summary(pooled):
+    """``(coverage, set ECE, gene ECE, number of 95% sets)`` of pooled rows."""
+    sets, genes = pooled
+    credible = [hit for prob, hit in sets if prob >= 0.95]
+    cov = float(np.mean(credible)) if credible else float("nan")
+    return cov, ece(sets), ece(genes), len(credible)
+
+
+def golub_timing(repeats):
+    """Best-of-``repeats`` seconds of the default Golub fit without and with certainty."""
+    from ardselect import ARDClassifier, datasets
+    from ardselect.preprocessing import Preprocessor
+
+    ad = datasets.leukaemia()
+    X = Preprocessor(floor=100, cap=16000, log="log10").fit_transform(ad.X)
+    y = (ad.obs["label"] == "AML").to_numpy().astype(int)
+    ARDClassifier(constant_features="ignore").fit(X, y)  # warm-up: the compiled loops
+    out = {False: np.inf, True: np.inf}
+    for _ in range(repeats):
+        for on in (False, True):  # alternated, so that other jobs' load falls on both
+            t0 = time.process_time()
+            ARDClassifier(constant_features="ignore", certainty=on).fit(X, y)
+            out[on] = min(out[on], time.process_time() - t0)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=3, help="independent seed blocks")
+    ap.add_argument("--replicates", type=int, default=10, help="replicates per seed block")
+    ap.add_argument("--n", type=int, default=100)
+    ap.add_argument("--p", type=int, default=300)
+    ap.add_argument("--repeats", type=int, default=5, help="timed Golub fits of each kind")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    print(f"planted data: n={args.n}, p={args.p}, 4 relevant genes with 0-5 near copies "
+          f"(r 0.8-0.99); {args.replicates} replicates per seed block")
+    print("| seed block | sets >= 0.95 | coverage | set ECE | gene ECE (no near copy) |")
+    print("|---|---|---|---|---|")
+    pooled = ([], [])
+    for b in range(args.seeds):
+        seeds = range(1000 * b, 1000 * b + args.replicates)
+        rows = replicates(seeds, n=args.n, p=args.p)
+        pooled[0].extend(rows[0])
+        pooled[1].extend(rows[1])
+        cov, e_set, e_gene, k = summary(rows)
+        print(f"| {b} | {k} | {cov:.3f} | {e_set:.3f} | {e_gene:.3f} |")
+    cov, e_set, e_gene, k = summary(pooled)
+    print(f"| all | {k} | {cov:.3f} | {e_set:.3f} | {e_gene:.3f} |")
+    print(f"(planted data: {time.perf_counter() - t0:.0f} s)")
+    times = golub_timing(args.repeats)
+    print(f"Golub default fit: {times[False]:.2f} CPU s without certainty, {times[True]:.2f} CPU s "
+          f"with it: ratio {times[True] / times[False]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
