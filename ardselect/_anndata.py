@@ -178,6 +178,23 @@ def _encode_labels(labels: np.ndarray, positive):
     return [str(c) for c in uniq], codes, None
 
 
+def _credible_table(sets, columns, label_of, column, names, descriptions):
+    """An estimator's credible-set table by class label and gene name, in ``columns``.
+
+    ``column`` maps an estimator feature name to its position among the fitted genes, whose
+    names and descriptions are ``names`` and ``descriptions``.
+    """
+    credible = sets.copy()
+    credible["class"] = [label_of[c] for c in credible["class"]]
+    idx = np.array([column[str(f)] for f in credible["feature"]], dtype=np.intp)
+    credible["gene"] = names[idx]
+    credible["description"] = descriptions[idx]
+    credible = credible[list(columns)].reset_index(drop=True)
+    credible["set"] = credible["set"].astype(np.int64)
+    credible["size"] = credible["size"].astype(np.int64)
+    return credible
+
+
 def _rank_core(
     X,
     labels,
@@ -328,14 +345,8 @@ def _rank_core(
     ranked["selected"] = ranked["selected"].astype(bool)
     if spikeslab:
         ranked["credible_set"] = ranked["credible_set"].astype("Int64")
-        credible = est.credible_sets_.copy()
-        credible["class"] = [label_of[c] for c in credible["class"]]
-        idx = np.array([column[str(f)] for f in credible["feature"]], dtype=np.intp)
-        credible["gene"] = kept_names[idx]
-        credible["description"] = descriptions[kept[idx]]
-        credible = credible[list(_CREDIBLE_COLUMNS)].reset_index(drop=True)
-        credible["set"] = credible["set"].astype(np.int64)
-        credible["size"] = credible["size"].astype(np.int64)
+        credible = _credible_table(est.credible_sets_, _CREDIBLE_COLUMNS, label_of, column,
+                                   kept_names, descriptions[kept])
         hyper = est.hyper_results_.copy()
         hyper["class"] = [label_of[c] for c in hyper["class"]]
         hyper = hyper[list(_HYPER_COLUMNS)].reset_index(drop=True)
@@ -349,14 +360,8 @@ def _rank_core(
             kind="spike-slab", credible=credible, hyper=hyper)
 
     ranked["credible_set"] = ranked["credible_set"].astype("Int64")
-    credible = est.credible_sets_.copy()
-    credible["class"] = [label_of[c] for c in credible["class"]]
-    idx = np.array([column[str(f)] for f in credible["feature"]], dtype=np.intp)
-    credible["gene"] = kept_names[idx]
-    credible["description"] = descriptions[kept[idx]]
-    credible = credible[list(_ARD_CREDIBLE_COLUMNS)].reset_index(drop=True)
-    credible["set"] = credible["set"].astype(np.int64)
-    credible["size"] = credible["size"].astype(np.int64)
+    credible = _credible_table(est.credible_sets_, _ARD_CREDIBLE_COLUMNS, label_of, column,
+                               kept_names, descriptions[kept])
     # The alternatives by gene name (the estimator's table names its columns).
     member = set_memberships(credible, "gene")
     ranked["alternatives"] = [member.get((c, str(g)), (0, 0.0, ""))[2]

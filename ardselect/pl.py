@@ -166,6 +166,33 @@ def _grid(n_panels: int):
     return ncol, -(-n_panels // ncol)
 
 
+def _class_panels(fig, n_classes, width, height, title):
+    """``(fig, axes)``: one panel per class, ``width`` x ``height`` inches each, on a grid.
+
+    Constrained layout sizes the margins to the tick labels and the titles, so labels are never
+    cut at the figure's edge and the figure title never overlaps a panel title.
+    """
+    from matplotlib.figure import Figure
+
+    ncol, nrow = _grid(n_classes)
+    if fig is None:
+        fig = Figure(figsize=(width * ncol, height * nrow + (0.4 if title else 0.0)),
+                     layout="constrained")
+    elif fig.get_layout_engine() is None:
+        fig.set_layout_engine("constrained")
+    return fig, np.atleast_1d(fig.subplots(nrow, ncol, squeeze=False)).ravel()
+
+
+def _gene_labels(sub, name_col):
+    """Tick labels: each gene's name, with its description shortened at a word boundary."""
+    labels = sub[name_col].astype(str).to_numpy()
+    if "description" not in sub:
+        return labels
+    desc = sub["description"].fillna("").astype(str).to_numpy()
+    return np.array([_short(f"{g} {d}".strip(), max(LABEL_WIDTH, len(g)))
+                     for g, d in zip(labels, desc, strict=True)])
+
+
 def _short(text: str, width: int) -> str:
     """``text`` cut to at most ``width`` characters at a word boundary, with an ellipsis."""
     text = " ".join(str(text).split())
@@ -191,32 +218,18 @@ def weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fi
     models that hold it. One panel per class (at most 12). Returns the matplotlib Figure.
     """
     require_matplotlib()
-    from matplotlib.figure import Figure
 
     table, name_col, classes = _per_class(ranked)
     n_rows = [min(int(table.loc[(table["class"].astype(str) == c) & table["selected"]].shape[0]),
                   top) for c in classes]
     height = max(2.5, 0.22 * max(n_rows + [1]) + 1.2)
-    ncol, nrow = _grid(len(classes))
-    if fig is None:
-        # Constrained layout sizes the margins to the tick labels and the titles, so labels are
-        # never cut at the figure's edge and the figure title never overlaps a panel title.
-        fig = Figure(figsize=(5.2 * ncol, height * nrow + (0.4 if title else 0.0)),
-                     layout="constrained")
-    elif fig.get_layout_engine() is None:
-        fig.set_layout_engine("constrained")
-    axes = np.atleast_1d(fig.subplots(nrow, ncol, squeeze=False)).ravel()
+    fig, axes = _class_panels(fig, len(classes), 5.2, height, title)
     for ax, cls in zip(axes, classes, strict=False):
         sub = table[(table["class"].astype(str) == cls) & table["selected"].astype(bool)]
         sub = sub.sort_values("rank", kind="stable").head(top)
         k = len(sub)
         ypos = np.arange(k)[::-1]
-        labels = sub[name_col].astype(str).to_numpy()
-        if "description" in sub:
-            # The description shortened at a word boundary, with an ellipsis: never cut mid-word.
-            desc = sub["description"].fillna("").astype(str).to_numpy()
-            labels = np.array([_short(f"{g} {d}".strip(), max(LABEL_WIDTH, len(g)))
-                               for g, d in zip(labels, desc, strict=True)])
+        labels = _gene_labels(sub, name_col)
         mean, sd = _weights(sub)
         clear = np.abs(mean) > 2 * sd
         colors = np.where(clear, "C0", "0.6")
@@ -268,7 +281,6 @@ def inclusion(ranked: pd.DataFrame, *, top: int = 40, title: str | None = None, 
     (at most 12). Returns the matplotlib Figure.
     """
     require_matplotlib()
-    from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -284,13 +296,7 @@ def inclusion(ranked: pd.DataFrame, *, top: int = 40, title: str | None = None, 
 
     counts = [len(members(c)) for c in classes]
     height = max(2.5, 0.2 * max(counts + [1]) + 1.6)
-    ncol, nrow = _grid(len(classes))
-    if fig is None:
-        fig = Figure(figsize=(6.0 * ncol, height * nrow + (0.4 if title else 0.0)),
-                     layout="constrained")
-    elif fig.get_layout_engine() is None:
-        fig.set_layout_engine("constrained")
-    axes = np.atleast_1d(fig.subplots(nrow, ncol, squeeze=False)).ravel()
+    fig, axes = _class_panels(fig, len(classes), 6.0, height, title)
     for ax, cls in zip(axes, classes, strict=False):
         sub = members(cls)
         k = len(sub)
@@ -301,11 +307,7 @@ def inclusion(ranked: pd.DataFrame, *, top: int = 40, title: str | None = None, 
         ax.barh(ypos, pip, color=colors, height=0.7)
         sel = sub["selected"].astype(bool).to_numpy()
         ax.scatter(pip[sel] + 0.02, ypos[sel], color="k", s=10, zorder=3)
-        labels = sub[name_col].astype(str).to_numpy()
-        if "description" in sub:
-            desc = sub["description"].fillna("").astype(str).to_numpy()
-            labels = np.array([_short(f"{g} {d}".strip(), max(LABEL_WIDTH, len(g)))
-                               for g, d in zip(labels, desc, strict=True)])
+        labels = _gene_labels(sub, name_col)
         ax.set_yticks(ypos)
         ax.set_yticklabels(labels, fontsize=7)
         first = np.flatnonzero(np.r_[True, sets[1:] != sets[:-1]]) if k else []
