@@ -166,6 +166,9 @@ def main(argv=None):
         rows.append((f"ARD-EP {label}: full path {steps} steps, {sweeps} EP sweeps, {full} full "
                      f"rescorings, {exact:.0f} of {Xtr.shape[1]} genes scored exactly per step", t))
     t_ard = rows[0][1]
+    rows.insert(1, ("ARD-EP default without the certainty columns (certainty=False)",
+                    median_time(lambda: ARDClassifier(certainty=False).fit(Xtr, ytr),
+                                args.repeats)))
     rows.insert(1, ("ARD-EP default with the EP sweeps in numpy/BLAS instead of the compiled "
                     "loop", median_time(numpy_ep_loop(lambda: ARDClassifier().fit(Xtr, ytr)),
                                          args.repeats)))
