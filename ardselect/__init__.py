@@ -38,6 +38,7 @@ _LAZY = {
     "split_rhat": "._mcmc",
     "effective_sample_size": "._mcmc",
     "rank_genes": "._anndata",
+    "ExpressionData": "._expression",
     "pseudobulk": "._pseudobulk",
     "ArdselectError": ".exceptions",
     "DataError": ".exceptions",

@@ -19,13 +19,12 @@ import scipy.sparse as sp
 from ._anndata_results import (
     _SCANPY_PARAMS,
     RankResult,
-    _log1p_base,
     _log_fold_changes,
     _scanpy_record,
     _with_directions,
     _write_results,
 )
-from ._expression import expression
+from ._expression import ExpressionData
 from ._lazy import is_dask
 from ._neighbourhood import set_memberships
 from ._validation import (
@@ -40,19 +39,6 @@ from .model import PortableModel
 from .preprocessing import Preprocessor
 
 __all__ = ["rank_genes"]
-
-#: var columns searched, in order, for gene symbols or descriptions when ``symbol_key`` is not given.
-SYMBOL_KEYS = (
-    "symbol",
-    "symbols",
-    "gene_symbol",
-    "gene_symbols",
-    "gene_name",
-    "gene_names",
-    "feature_name",
-    "description",
-    "Description",
-)
 
 #: Columns of the estimators' ranked tables renamed in the gene table (genes.tsv,
 #: ``get.ranked_genes_df``, ``uns[key]["ranked"]``): there, "mean" read as mean expression. Older
@@ -474,19 +460,6 @@ def _dropped_rows(block: pd.DataFrame, cls, dropped, descriptions) -> pd.DataFra
     return pd.DataFrame(values)
 
 
-def _find_symbols(var: pd.DataFrame, symbol_key: str | None):
-    if symbol_key is not None:
-        if symbol_key not in var.columns:
-            avail = ", ".join(map(str, var.columns)) or "none"
-            msg = f"symbol_key {symbol_key!r} is not a var column; var columns: {avail}"
-            raise DataError(msg)
-        return symbol_key
-    for key in SYMBOL_KEYS:
-        if key in var.columns and not pd.api.types.is_numeric_dtype(var[key]):
-            return key
-    return None
-
-
 def _check_rank_options(estimator_params, key_added, max_steps, model="ard", criterion="cv"):
     """One clear error for options that would otherwise fail deep inside, or write a wrong key."""
     from ._classifier import ARDClassifier
@@ -752,49 +725,32 @@ def rank_genes(
         params["model"] = model
     if copy:
         adata = adata.copy()
-    if groupby not in adata.obs.columns:
-        avail = ", ".join(map(str, adata.obs.columns)) or "none"
-        msg = f"label key {groupby!r} is not an obs column; available: {avail}"
-        raise LabelError(msg)
-    source = expression(adata, layer=layer, use_raw=use_raw)
-    if groups is not None:
-        if groups not in adata.obs.columns:
-            avail = ", ".join(map(str, adata.obs.columns)) or "none"
-            msg = f"groups {groups!r} is not an obs column; available: {avail}"
-            raise LabelError(msg)
-        if criterion != "cv" or model == "spike-slab":
-            what = f"model={model!r}" if model == "spike-slab" else f"criterion={criterion!r}"
-            msg = (f"groups are used by the inner cross-validation of criterion='cv' only; got "
-                   f"{what}")
-            raise ValueError(msg)
+    data = ExpressionData.from_anndata(adata, groupby, layer=layer, use_raw=use_raw,
+                                       groups=groups, symbol_key=symbol_key,
+                                       covariates=covariates)
+    if groups is not None and (criterion != "cv" or model == "spike-slab"):
+        what = f"model={model!r}" if model == "spike-slab" else f"criterion={criterion!r}"
+        msg = f"groups are used by the inner cross-validation of criterion='cv' only; got {what}"
+        raise ValueError(msg)
     encoder = covariate_values = None
-    if covariates:
+    if data.covariates:
         if model == "spike-slab":
             msg = "covariates are held by the ARD model only; leave them out with model='spike-slab'"
             raise ValueError(msg)
         from ._covariates import CovariateEncoder
 
-        clash = [c for c in covariates if c in (groupby,)]
-        if clash:
-            msg = f"the label key {clash[0]!r} cannot also be a covariate"
-            raise ValueError(msg)
-        encoder = CovariateEncoder(covariates)
-        covariate_values = encoder.fit_transform(adata.obs)
+        encoder = CovariateEncoder(list(data.covariates))
+        covariate_values = encoder.fit_transform(data.obs)
     if use_raw:
-        _check_var_in_raw(adata.var_names, source.var_names)
-    X = source.X
+        _check_var_in_raw(adata.var_names, data.var_names)
     if layer is None and not use_raw:
-        _notice_scaled_x(adata, X)
-    if not (sp.issparse(X) or isinstance(X, np.ndarray) or is_dask(X)):
-        X = X[...] if hasattr(X, "shape") else np.asarray(X)  # backed / h5py datasets
-    skey = _find_symbols(source.var, symbol_key)
-    descriptions = source.var[skey].to_numpy() if skey is not None else None
+        _notice_scaled_x(adata, data.X)
 
     result = _rank_core(
-        X,
-        adata.obs[groupby].to_numpy(),
-        source.var_names,
-        descriptions=descriptions,
+        data.X,
+        data.labels,
+        data.var_names,
+        descriptions=data.descriptions,
         positive=positive,
         criterion=criterion,
         log=log,
@@ -805,16 +761,16 @@ def rank_genes(
         max_steps=max_steps,
         estimator_params=estimator_params,
         model_extra={"label_key": groupby, "input": {"layer": layer, "use_raw": bool(use_raw)},
-                     **_pseudobulk_record(adata)},
-        sample_names=adata.obs_names,
-        log1p_base=_log1p_base(adata),
-        groups=None if groups is None else adata.obs[groups].to_numpy(),
+                     **data.pseudobulk},
+        sample_names=data.obs_names,
+        log1p_base=data.log1p_base,
+        groups=data.groups,
         model=model,
         covariates=covariate_values,
         covariate_encoder=encoder,
     )
-    _write_results(adata, result, key_added, params, symbol_key=skey)
-    record = _scanpy_record(result, source.var_names, result.log2_fc)
+    _write_results(adata, result, key_added, params, symbol_key=data.symbol_key)
+    record = _scanpy_record(result, data.var_names, result.log2_fc)
     if record is not None:
         adata.uns[key_added].update(record)
         adata.uns[key_added]["params"].update(_SCANPY_PARAMS)
@@ -829,15 +785,6 @@ def _check_var_in_raw(var_names, raw_names):
         msg = (f"use_raw: {len(missing)} gene(s) of adata.var are not in adata.raw ({shown}); "
                "each gene of var takes its results from raw by name")
         raise DataError(msg)
-
-
-def _pseudobulk_record(adata) -> dict:
-    """``{"pseudobulk": ...}`` for the model of data made by :func:`ardselect.pseudobulk`."""
-    record = adata.uns.get("pseudobulk")
-    if not isinstance(record, Mapping) or "donor" not in record:
-        return {}
-    return {"pseudobulk": {"donor": str(record["donor"]),
-                           "normalisation": str(record.get("normalisation", ""))}}
 
 
 class ScaledXWarning(UserWarning):

@@ -118,13 +118,6 @@ def _with_directions(ranked, lfc, gene_names, classes, positive):
 _SCANPY_PARAMS = {"reference": "rest", "method": "ardselect", "corr_method": "none"}
 
 
-def _log1p_base(adata):
-    """The log base scanpy's ``pp.log1p`` recorded (``uns['log1p']['base']``), else None (natural)."""
-    rec = adata.uns.get("log1p")
-    base = rec.get("base") if isinstance(rec, Mapping) else None
-    return None if base is None or (isinstance(base, str) and base == "None") else float(base)
-
-
 def _log_fold_changes(X, labels, pre: Preprocessor, *, log1p_base=None) -> dict:
     """log2 fold change of expression, each class against the rest, as scanpy defines it.
 

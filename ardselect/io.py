@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ._design import dense
-from ._expression import Expression, expression
+from ._expression import Expression, ExpressionData, expression
 from ._files import FORMATS, _path, atomic_write, detect_format, require_file
 from ._readers import (
     ANNOTATION_WORDS,
@@ -44,6 +44,7 @@ __all__ = [
     "FORMATS",
     "AnnotationColumnWarning",
     "Expression",
+    "ExpressionData",
     "atomic_write",
     "check_unique_names",
     "detect_format",
