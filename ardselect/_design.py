@@ -14,29 +14,54 @@ The in-memory designs are thin views: building one copies nothing, and methods t
 return a plain numpy or scipy one, so the engine's arrays stay what they are (they travel to dask
 workers and into the fold tasks as they are). Each method is the formula the engine has always used
 for that kind of matrix; results are bitwise those of the direct expressions.
+
+The preprocessing, the portable model and the readers ask their data the per-gene questions
+(range, mean and variance, whole numbers, non-finite entries) and transform its stored entries
+(clip, log, standardise) through the same objects: a sparse matrix stays sparse wherever its
+implicit zeros stay zero. A lazy design answers the questions by passes over its row chunks; it
+is transformed chunk by chunk, each chunk an in-memory design.
 """
 
 from __future__ import annotations
 
+import math
+from typing import NamedTuple
+
 import numpy as np
 import scipy.sparse as sp
 
-from ._lazy import LazyDesign
+from ._lazy import LazyDesign, column_range, is_dask
 
-__all__ = ["DenseDesign", "SparseDesign", "as_design", "by_rows", "dense"]
+__all__ = ["DenseDesign", "NonFinite", "SparseDesign", "as_design", "by_rows", "dense",
+           "is_matrix"]
 
 #: Entries of the dense slab when a sparse design is multiplied on the left by an ``(n, n)`` matrix
 #: (the sample route of the scoring; about 32 MB): memory stays ``O(n * block)``, never ``O(n * m)``.
 SPARSE_BLOCK = 4_000_000
+#: Columns per block when a dense matrix is scanned entry by entry (bounded temporary memory).
+DENSE_COLUMNS = 512
+
+
+class NonFinite(NamedTuple):
+    """Where a matrix holds NaN or infinite entries (:meth:`DenseDesign.nonfinite`)."""
+
+    n: int  #: how many
+    kinds: tuple  #: (any NaN, any infinite)
+    row: int  #: the first one in row order: its row ...
+    col: int  #: ... and column
+    min_col: int  #: the lowest column holding one
 
 
 def as_design(X):
     """The design object of ``X``: a :class:`DenseDesign`, :class:`SparseDesign` or ``LazyDesign``.
 
-    A design object is returned as it is.
+    A dask array becomes a lazy design of its values as stored (no intercept, scale or signs);
+    a design object is returned as it is.
     """
     if isinstance(X, (DenseDesign, SparseDesign, LazyDesign)):
         return X
+    if is_dask(X):
+        return LazyDesign(X, intercept=False)
     if sp.issparse(X):
         return SparseDesign(X)
     return DenseDesign(np.asarray(X))
@@ -52,6 +77,14 @@ def by_rows(X):
     return as_design(X).by_rows()
 
 
+def is_matrix(X) -> bool:
+    """Whether ``X`` is an in-memory matrix (a numpy array or a scipy sparse matrix).
+
+    Not a store, a dask array or a list: what a check may read whole without loading anything.
+    """
+    return isinstance(X, np.ndarray) or sp.issparse(X)
+
+
 class _InMemory:
     """What the dense and sparse designs share."""
 
@@ -64,6 +97,43 @@ class _InMemory:
     @property
     def shape(self):
         return self.X.shape
+
+    @property
+    def dtype(self):
+        return self.X.dtype
+
+    def reduce_rows(self, fn, combine):
+        """``fn(X, 0)``: an in-memory matrix is one block of rows (``LazyDesign`` combines many)."""
+        del combine
+        return fn(self.X, 0)
+
+    def clip(self, lo, hi):
+        """Entries below ``lo`` set to ``lo`` and above ``hi`` to ``hi`` (None: no bound).
+
+        A new matrix; without bounds the matrix itself. A sparse matrix stays sparse when zero
+        stays zero (``lo <= 0 <= hi``), else it is densified.
+        """
+        if lo is None and hi is None:
+            return self.X
+        return self._clip(lo, hi)
+
+    def n_fractional(self, axis=0):
+        """Per column (``axis=0``) or row (``axis=1``): the finite entries that are not whole numbers."""
+        return self._count(lambda v: (v != np.round(v)) & np.isfinite(v), axis)
+
+    def n_nonzero(self, axis=0):
+        """Per column (``axis=0``) or row (``axis=1``): the finite entries that are not zero."""
+        return self._count(lambda v: (v != 0) & np.isfinite(v), axis)
+
+    def nonfinite(self):
+        """Where the NaN and infinite entries are (a :class:`NonFinite`), None if there are none."""
+        if self.X.dtype.kind not in "fc" or self._all_finite():
+            return None
+        values, rows, cols = self._nonfinite_entries()
+        first = np.lexsort((cols, rows))[0]
+        kinds = (bool(np.isnan(values).any()), bool(np.isinf(values).any()))
+        return NonFinite(int(values.size), kinds, int(rows[first]), int(cols[first]),
+                         int(cols.min()))
 
     def columns(self, idx):
         """Dense ``(n, len(idx))`` copy of the columns ``idx``."""
@@ -109,6 +179,72 @@ class _InMemory:
 
 class DenseDesign(_InMemory):
     """A dense design (a numpy array)."""
+
+    sparse = False
+    format = "dense"
+
+    def stored(self):
+        """The stored entries as one flat array (a dense matrix stores every entry)."""
+        return self.X.ravel()
+
+    def minimum(self):
+        """The smallest entry (0 for an empty matrix)."""
+        return float(self.X.min()) if self.X.size else 0.0
+
+    def column_range(self):
+        """Per-column minimum and maximum."""
+        return self.X.min(axis=0), self.X.max(axis=0)
+
+    def constant_columns(self):
+        """Columns whose entries are all equal."""
+        return np.ptp(self.X, axis=0) == 0
+
+    def mean_var(self):
+        """Per-column mean and variance (``ddof=0``)."""
+        return self.X.mean(axis=0), self.X.var(axis=0)
+
+    def _clip(self, lo, hi):
+        return np.clip(self.X, lo, hi)
+
+    def log(self, base, pseudocount):
+        """``log_base(X + pseudocount)``, a new matrix."""
+        if pseudocount == 1.0:
+            return np.log1p(self.X) / math.log(base)
+        return np.log(self.X + pseudocount) / math.log(base)
+
+    def standardized(self, center, scale):
+        """``(X - center) / scale`` column by column, a new matrix."""
+        return (self.X - center) / scale
+
+    def zero_nonfinite(self):
+        """A copy with the NaN and infinite entries set to 0."""
+        Y = np.array(self.X)
+        Y[~np.isfinite(Y)] = 0.0
+        return Y
+
+    def by_columns(self):
+        """The matrix for column access (a dense one as it is)."""
+        return self.X
+
+    def _count(self, flag, axis):
+        # A block of columns at a time: the flags never take the matrix's size.
+        X = self.X
+        out = np.zeros(X.shape[1 - axis], dtype=np.int64)
+        for j in range(0, X.shape[1], DENSE_COLUMNS):
+            counts = flag(X[:, j:j + DENSE_COLUMNS]).sum(axis=axis)
+            if axis == 0:
+                out[j:j + DENSE_COLUMNS] = counts
+            else:
+                out += counts
+        return out
+
+    def _all_finite(self):
+        return bool(np.isfinite(self.X).all())
+
+    def _nonfinite_entries(self):
+        bad = ~np.isfinite(self.X)
+        rows, cols = np.nonzero(bad)
+        return self.X[bad], rows, cols
 
     def dense(self):
         return np.asarray(self.X)
@@ -182,6 +318,88 @@ class DenseDesign(_InMemory):
 
 class SparseDesign(_InMemory):
     """A sparse design (a scipy sparse matrix; the path keeps its columns in CSC)."""
+
+    sparse = True
+
+    @property
+    def format(self):
+        return self.X.format
+
+    def columns(self, idx):
+        X = self.X if self.X.format in ("csr", "csc") else self.X.tocsc()  # COO has no slicing
+        return X[:, idx].toarray()
+
+    def stored(self):
+        """The stored entries (its implicit zeros left out)."""
+        return self.X.data
+
+    def minimum(self):
+        """The smallest entry, at most 0 (the implicit zeros)."""
+        v = self.X.data
+        return min(float(v.min()) if v.size else 0.0, 0.0)
+
+    def column_range(self):
+        return column_range(self.X)
+
+    def constant_columns(self):
+        lo, hi = column_range(self.X)
+        return hi == lo
+
+    def mean_var(self):
+        X = self.X
+        mean = np.asarray(X.mean(axis=0)).ravel()
+        sq = np.asarray(X.multiply(X).mean(axis=0)).ravel()
+        return mean, np.maximum(sq - mean**2, 0.0)
+
+    def _clip(self, lo, hi):
+        if (lo is not None and lo > 0) or (hi is not None and hi < 0):
+            return np.clip(self.X.toarray(), lo, hi)  # the implicit zeros change
+        Y = self.X.copy()
+        Y.data = np.clip(Y.data, lo, hi)
+        return Y
+
+    def log(self, base, pseudocount):
+        if pseudocount != 1.0:
+            return DenseDesign(self.X.toarray()).log(base, pseudocount)
+        Y = self.X.copy()
+        Y.data = np.log1p(Y.data) / math.log(base)  # log(0 + 1) = 0 keeps the zeros implicit
+        return Y
+
+    def standardized(self, center, scale):
+        """Sparse (CSC) when nothing is centred, else densified."""
+        if np.any(center != 0):
+            return DenseDesign(self.X.toarray()).standardized(center, scale)
+        return sp.csc_matrix(self.X.multiply(1.0 / scale[None, :]))
+
+    def zero_nonfinite(self):
+        Y = self.X.copy()
+        Y.data[~np.isfinite(Y.data)] = 0.0
+        return Y
+
+    def by_columns(self):
+        """CSC with sorted indices."""
+        Y = self.X.tocsc()
+        Y.sort_indices()
+        return Y
+
+    def _count(self, flag, axis):
+        X = self.X if self.X.format in ("csr", "csc") else self.X.tocsr()
+        mask = flag(X.data)
+        size = X.shape[1 - axis]
+        if (axis == 0) == (X.format == "csr"):  # counted along the index array
+            return np.bincount(X.indices[mask], minlength=size)
+        major = np.repeat(np.arange(size), np.diff(X.indptr))
+        return np.bincount(major[mask], minlength=size)
+
+    def _all_finite(self):
+        # A block at a time: no mask (or coordinates) of every entry.
+        v = self.X.data
+        return all(np.isfinite(v[i:i + (1 << 20)]).all() for i in range(0, v.size, 1 << 20))
+
+    def _nonfinite_entries(self):
+        coo = sp.coo_matrix(self.X)
+        bad = ~np.isfinite(coo.data)
+        return coo.data[bad], coo.row[bad], coo.col[bad]
 
     def dense(self):
         return self.X.toarray()

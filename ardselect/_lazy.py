@@ -398,6 +398,80 @@ class LazyDesign:
         msg = "a lazy design is never gathered whole; ask for its columns"
         raise TypeError(msg)
 
+    # ------------------------------------------------------------------ the values as stored
+    # The per-gene questions of the preprocessing and the checks, for a dask array as given
+    # (``_design.as_design``): each a pass, each chunk answered by its in-memory design.
+    format = "dask"
+
+    @property
+    def sparse(self):
+        """Whether the chunks are sparse matrices."""
+        return sp.issparse(getattr(self.X, "_meta", None))
+
+    @property
+    def dtype(self):
+        return self.X.dtype
+
+    def _as_stored(self, what):
+        """Refuse ``what`` on a derived design: it reads the dask array's values as given."""
+        if (self.rows is not None or self.cols is not None or self.signs is not None
+                or self.intercept or np.any(self.scale != 1.0)):
+            msg = (f"{what} reads the values as stored: a lazy design of a whole dask array "
+                   "(no rows, columns, signs, scale or intercept)")
+            raise ValueError(msg)
+
+    def reduce_rows(self, fn, combine):
+        """:func:`reduce_rows` of the dask array: ``combine`` over its chunks of ``fn(block, start)``."""
+        self._as_stored("reduce_rows")
+        return reduce_rows(self.X, fn, combine)
+
+    def column_range(self):
+        """Per-column minimum and maximum, implicit zeros included (from the moments' pass)."""
+        self._as_stored("column_range")
+        mo = self.moments()
+        return mo["min"], mo["max"]
+
+    def mean_var(self):
+        """Per-column mean and variance (``ddof=0``), up to the rounding of the merged moments."""
+        self._as_stored("mean_var")
+        mo = self.moments()
+        return mo["mean"], mo["m2"] / max(int(mo["n"]), 1)
+
+    def minimum(self):
+        """The smallest entry; at most 0 for sparse chunks (their implicit zeros)."""
+        lo = float(self.column_range()[0].min())
+        return min(lo, 0.0) if self.sparse else lo
+
+    def n_fractional(self, axis=0):
+        """Per column (``axis=0``) or row (``axis=1``): finite entries that are not whole numbers."""
+        return self._count("n_fractional", axis)
+
+    def n_nonzero(self, axis=0):
+        """Per column (``axis=0``) or row (``axis=1``): finite entries that are not zero."""
+        return self._count("n_nonzero", axis)
+
+    def _count(self, name, axis):
+        self._as_stored(name)
+        if axis == 0:
+            return self._reduce(_block_count, np.add, const=(name,))
+        pos, counts = self._reduce(_block_row_count, _concat_rows, np.arange(self.shape[0]),
+                                   const=(name,))
+        out = np.empty(self.shape[0], dtype=np.int64)
+        out[pos] = counts
+        return out
+
+    def nonfinite(self):
+        """Where the NaN and infinite entries are (``_design.NonFinite``), None if none: one pass."""
+        self._as_stored("nonfinite")
+        return self._reduce(_block_nonfinite, _merge_nonfinite, np.arange(self.shape[0]))
+
+    def _in_memory_only(self, *args, **kwargs):
+        msg = ("a lazy design is transformed chunk by chunk: map the transform over its row "
+               "blocks (each an in-memory design)")
+        raise TypeError(msg)
+
+    stored = clip = log = standardized = zero_nonfinite = by_columns = _in_memory_only
+
 
 class _Transposed:
     """``design.T``: only ``design.T @ R`` is defined."""
@@ -462,3 +536,34 @@ def _block_columns(B, pos, idx):
 
 def _concat_pair(a, b):
     return np.concatenate([a[0], b[0]]), np.vstack([a[1], b[1]])
+
+
+def _block_count(B, name):
+    from ._design import as_design
+
+    return getattr(as_design(B), name)(0)
+
+
+def _block_row_count(B, pos, name):
+    from ._design import as_design
+
+    return pos, getattr(as_design(B), name)(1)
+
+
+def _concat_rows(a, b):
+    return np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]])
+
+
+def _block_nonfinite(B, pos):
+    from ._design import as_design
+
+    found = as_design(B).nonfinite()
+    return None if found is None else found._replace(row=int(pos[found.row]))
+
+
+def _merge_nonfinite(a, b):
+    if a is None or b is None:
+        return b if a is None else a
+    first = min((a.row, a.col), (b.row, b.col))
+    return a._replace(n=a.n + b.n, kinds=tuple(u or v for u, v in zip(a.kinds, b.kinds, strict=True)),
+                      row=first[0], col=first[1], min_col=min(a.min_col, b.min_col))
