@@ -68,7 +68,9 @@ def as_design(X):
 
 
 def dense(X):
-    """``X`` as a dense numpy array (a sparse matrix densified, anything else as an array)."""
+    """``X`` as a dense numpy array: a sparse matrix densified, a dask array computed, else an array."""
+    if is_dask(X):  # asked for explicitly: a lazy design itself is never gathered whole
+        return dense(X.compute())
     return as_design(X).dense()
 
 

@@ -283,6 +283,9 @@ def test_a_lazy_design_transforms_chunk_by_chunk_and_reads_only_as_stored():
         (L / np.full(X.shape[1], 2.0)).column_range()
     with pytest.raises(ValueError, match="values as stored"):
         L[np.arange(5)].n_fractional()
+    np.testing.assert_array_equal(dense(L.X), X)  # asked for by name, a dask array is computed
+    with pytest.raises(TypeError, match="never gathered whole"):
+        L.dense()
 
 
 def test_is_matrix_tells_in_memory_matrices_from_stores_and_lists():
