@@ -20,25 +20,15 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from ._constraints import Interval, Options, ParameterError, check_params
-from ._design import dense
-from ._lazy import combine_moments, is_dask, moments, reduce_rows
-from ._validation import (
-    check_design,
-    check_sparse_values,
-    constant_columns,
-    nonfinite_message,
-)
+from ._design import as_design, by_rows, dense
+from ._lazy import combine_moments, moments
+from ._validation import check_design, check_sparse_values, nonfinite_message
 from .exceptions import DataError
 
 __all__ = ["LOG_CHOICES", "Preprocessor", "auto_log"]
 
 #: Values of ``Preprocessor(log=...)``: ``auto`` picks ``log2`` or ``none`` from the data.
 LOG_CHOICES = ("auto", "none", "log2", "log10", "ln")
-
-
-
-def _values(X) -> np.ndarray:
-    return X.data if sp.issparse(X) else np.asarray(X).ravel()
 
 
 #: ``log="auto"`` decides on the bulk of the genes, so that a minority of odd columns (a numeric
@@ -55,8 +45,6 @@ AUTO_INTEGER_GENES = 0.5
 #: A gene whose sd is at most this fraction of its mean (after the log) is constant up to the
 #: rounding of its values, and dropped as constant.
 ROUNDING_NOISE = 1e-12
-_BLOCK = 512  # genes per block when scanning a dense matrix (bounded temporary memory)
-
 
 #: Stored entries per gene block when a sparse matrix is fitted gene block by gene block
 #: (:meth:`Preprocessor._fit_gene_blocks`): a 32nd of the matrix, at most this many. A block's
@@ -71,7 +59,7 @@ def _by_gene_blocks(X, floor, cap) -> bool:
     Canonical CSR only (sorted column indices, no duplicates), so that every block holds each
     gene's values in the order the whole-matrix route (CSR to CSC) gives them.
     """
-    if not (sp.issparse(X) and X.format == "csr" and X.ndim == 2 and 0 not in X.shape):
+    if not (as_design(X).format == "csr" and X.ndim == 2 and 0 not in X.shape):
         return False
     if (floor is not None and floor > 0) or (cap is not None and cap < 0):
         return False  # implicit zeros change: the whole-matrix route densifies
@@ -99,21 +87,8 @@ def _csc_block(X, start, stop):
 
 def _gene_stats(X) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-gene minimum, maximum and whether every value is an integer; shape (n_genes,) each."""
-    if sp.issparse(X):
-        X = sp.csc_matrix(X)
-        lo = np.asarray(X.min(axis=0).toarray()).ravel()
-        hi = np.asarray(X.max(axis=0).toarray()).ravel()
-        frac = X.data != np.round(X.data)
-        cols = np.repeat(np.arange(X.shape[1]), np.diff(X.indptr))
-        integer = np.bincount(cols[frac], minlength=X.shape[1]) == 0
-        return lo, hi, integer
-    X = np.asarray(X)
-    lo, hi = X.min(axis=0), X.max(axis=0)
-    integer = np.empty(X.shape[1], dtype=bool)
-    for j in range(0, X.shape[1], _BLOCK):
-        block = X[:, j:j + _BLOCK]
-        integer[j:j + _BLOCK] = np.all(block == np.round(block), axis=0)
-    return lo, hi, integer
+    design = as_design(X)
+    return *design.column_range(), design.n_fractional() == 0
 
 
 def auto_log(X) -> tuple[str, str]:
@@ -260,26 +235,17 @@ class Preprocessor(TransformerMixin, BaseEstimator):
 
     @staticmethod
     def _clip(X, floor, cap):
-        if floor is None and cap is None:
-            return X
-        if sp.issparse(X):
-            if (floor is not None and floor > 0) or (cap is not None and cap < 0):
-                X = X.toarray()  # implicit zeros change: densify
-            else:
-                X = X.copy()
-                X.data = np.clip(X.data, floor, cap)
-                return X
-        return np.clip(X, floor, cap)
+        return as_design(X).clip(floor, cap)  # sparse stays sparse while zero stays zero
 
     @staticmethod
     def _log(X, log, pseudocount, *, model=False):
         if log == "none":
             return X
         base = {"log2": 2.0, "log10": 10.0, "ln": math.e}[log]
-        v = _values(X)
-        lo = min(float(v.min()) if v.size else 0.0, 0.0 if sp.issparse(X) else np.inf)
+        design = as_design(X)
+        lo = design.minimum()
         if lo + pseudocount <= 0:
-            n_bad = int(np.sum(v + pseudocount <= 0))
+            n_bad = int(np.sum(design.stored() + pseudocount <= 0))
             if model:  # predicting: the model's own log, which only other values can break
                 advice = (f"the model takes {log}(x + {pseudocount:g}) of its input, so it was "
                           "fitted on values above that (counts or intensities); these look like "
@@ -291,14 +257,7 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             msg = (f"cannot take {log} of {n_bad} value(s) <= {-pseudocount:g} (minimum {lo:g}); "
                    f"{advice}")
             raise DataError(msg)
-        if sp.issparse(X) and pseudocount == 1.0:
-            X = X.copy()
-            X.data = np.log1p(X.data) / math.log(base)  # log(0 + 1) = 0 keeps zeros implicit
-            return X
-        X = dense(X)
-        if pseudocount == 1.0:
-            return np.log1p(X) / math.log(base)
-        return np.log(X + pseudocount) / math.log(base)
+        return design.log(base, pseudocount)  # sparse stays sparse with pseudocount 1
 
     def _steps(self, X, log):
         X = self._clip(X, self.floor, self.cap)
@@ -310,7 +269,7 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         self._check_params()
         if isinstance(X, pd.DataFrame):
             feature_names = X.columns
-        if is_dask(X):
+        if as_design(X).lazy:
             return self._fit_lazy(X, feature_names)
         if _by_gene_blocks(X, self.floor, self.cap):
             X = check_sparse_values(X, estimator_name="Preprocessor")
@@ -326,9 +285,9 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             self.log_, self.log_reason_ = self.log, "requested"
         lo, hi, whole = _gene_stats(clipped)
         self._check_log_domain(lo)
-        Z = self._log(clipped, self.log_, self.pseudocount_)
-        return self._set_scaling(~constant_columns(Z), sp.issparse(Z),
-                                 lambda keep: _mean_var(Z[:, keep]), (lo, hi, whole))
+        Z = as_design(self._log(clipped, self.log_, self.pseudocount_))
+        return self._set_scaling(~Z.constant_columns(), Z.sparse,
+                                 lambda keep: as_design(Z.X[:, keep]).mean_var(), (lo, hi, whole))
 
     def _fit_gene_blocks(self, X) -> bool:
         """``fit`` of a CSR matrix gene block by gene block, without a copy of the whole matrix.
@@ -356,8 +315,8 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         for start, stop in blocks:
             Z = self._log(self._clip(_csc_block(X, start, stop), self.floor, self.cap), self.log_,
                           self.pseudocount_)
-            keep.append(~constant_columns(Z))
-            m, v = _mean_var(Z[:, keep[-1]])
+            keep.append(~as_design(Z).constant_columns())
+            m, v = as_design(Z[:, keep[-1]]).mean_var()
             mean.append(m)
             var.append(v)
         keep = np.concatenate(keep)
@@ -433,8 +392,7 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             raise DataError(msg)
         self._set_names(X.shape[1], feature_names)
         want_log = self.log != "none"
-        stats = reduce_rows(
-            X,
+        stats = as_design(X).reduce_rows(
             functools.partial(_chunk_stats, self.floor, self.cap, self.pseudocount_, want_log),
             _combine_chunk_stats,
         )
@@ -481,7 +439,7 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, "keep_")
-        if is_dask(X):
+        if as_design(X).lazy:
             return self._transform_lazy(X)
         given = X
         X = check_design(X, estimator_name="Preprocessor")
@@ -499,7 +457,7 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         ``X`` must be a copy (``check_design`` converted ``given``) and every step must keep it
         sparse: a clip that leaves zeros at zero, a ``log1p``-type log, no centring.
         """
-        if not sp.issparse(X) or np.any(self.center_ != 0):
+        if not as_design(X).sparse or np.any(self.center_ != 0):
             return False
         if (self.floor is not None and self.floor > 0) or (self.cap is not None and self.cap < 0):
             return False
@@ -540,17 +498,11 @@ class Preprocessor(TransformerMixin, BaseEstimator):
                             chunks=(X.chunks[0], (int(self.keep_.sum()),)), meta=meta)
 
     def _transform_chunk(self, block):
-        Z = self.transform(block)
-        return sp.csr_matrix(Z) if sp.issparse(Z) else Z
+        return by_rows(self.transform(block))
 
     @staticmethod
     def _standardize(Z, center, scale):
-        if sp.issparse(Z):
-            if np.any(center != 0):
-                Z = Z.toarray()
-            else:
-                return sp.csc_matrix(Z.multiply(1.0 / scale[None, :]))
-        return (np.asarray(Z) - center) / scale
+        return as_design(Z).standardized(center, scale)  # sparse stays sparse without centring
 
     def get_feature_names_out(self, input_features=None):
         """Names of the kept genes."""
@@ -621,50 +573,22 @@ def _log_of(values, log, pseudocount):
     return np.log(np.asarray(values, dtype=np.float64) + pseudocount) / math.log(base)
 
 
-def _mean_var(Z):
-    """Per-column mean and variance (``ddof=0``) of a dense or sparse matrix."""
-    if sp.issparse(Z):
-        mean = np.asarray(Z.mean(axis=0)).ravel()
-        sq = np.asarray(Z.multiply(Z).mean(axis=0)).ravel()
-        return mean, np.maximum(sq - mean**2, 0.0)
-    return Z.mean(axis=0), Z.var(axis=0)
-
-
 def _chunk_stats(floor, cap, pseudocount, want_log, block, start):
     """What :meth:`Preprocessor._fit_lazy` needs from one row chunk (``start`` is unused)."""
     del start
-    values = _values(block)
-    bad = ~np.isfinite(values)
-    n_bad = int(bad.sum())
-    kinds = ((bool(np.isnan(values[bad]).any()), bool(np.isinf(values[bad]).any())) if n_bad
-             else (False, False))
-    if sp.issparse(block):
-        bad_col = int(block.indices[bad].min()) if n_bad else -1
-    else:
-        bad_col = int(np.flatnonzero(bad.reshape(block.shape).any(axis=0))[0]) if n_bad else -1
-    if n_bad:  # the fit refuses the matrix; the moments below need only stay warning-free
-        block = sp.csr_matrix(block, copy=True) if sp.issparse(block) else np.array(block)
-        vals = block.data if sp.issparse(block) else block
-        vals[~np.isfinite(vals)] = 0.0
-    clipped = Preprocessor._clip(block, floor, cap)
-    if sp.issparse(clipped):
-        c = sp.csr_matrix(clipped)
-        n_frac = np.bincount(c.indices[c.data != np.round(c.data)], minlength=c.shape[1])
-    else:
-        n_frac = (clipped != np.round(clipped)).sum(axis=0)
-    out = {"bad": n_bad, "bad_kinds": kinds, "bad_col": bad_col, "n_frac": n_frac,
-           "raw": moments(clipped),
-           "sparse_raw": sp.issparse(clipped), "ln": None, "sparse_ln": False}
+    found = as_design(block).nonfinite()
+    if found is not None:  # the fit refuses the matrix; the moments below need only stay warning-free
+        block = as_design(block).zero_nonfinite()
+    clipped = as_design(Preprocessor._clip(block, floor, cap))
+    out = {"bad": 0 if found is None else found.n,
+           "bad_kinds": (False, False) if found is None else found.kinds,
+           "bad_col": -1 if found is None else found.min_col,
+           "n_frac": clipped.n_fractional(), "raw": moments(clipped.X),
+           "sparse_raw": clipped.sparse, "ln": None, "sparse_ln": False}
     if want_log:
         with np.errstate(divide="ignore", invalid="ignore"):
-            if sp.issparse(clipped) and pseudocount == 1.0:
-                ln = sp.csr_matrix(clipped, copy=True)
-                ln.data = np.log1p(ln.data)
-            elif pseudocount == 1.0:
-                ln = np.log1p(dense(clipped))
-            else:
-                ln = np.log(dense(clipped) + pseudocount)
-        out["ln"], out["sparse_ln"] = moments(ln), sp.issparse(ln)
+            ln = as_design(clipped.log(math.e, pseudocount))  # natural: the fit divides later
+        out["ln"], out["sparse_ln"] = moments(ln.X), ln.sparse
     return out
 
 
