@@ -19,10 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
 from ._covariates import CovariateEncoder
-from ._lazy import is_dask
+from ._design import as_design
 from ._model_schema import (
     _CORRUPTED,
     _brief,
@@ -167,17 +166,9 @@ def sample_scale_findings(X, Z, sample_names=None) -> str:
     n = X.shape[0]
     if n < 4 or X.shape[1] < SAMPLE_MIN_GENES:
         return ""
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)
-        frac = X.data != np.round(X.data)
-        rows = np.repeat(np.arange(n), np.diff(X.indptr))
-        nonzero = np.bincount(rows[X.data != 0], minlength=n)
-        fractions = np.bincount(rows[frac], minlength=n) / np.maximum(nonzero, 1)
-    else:
-        X = np.asarray(X, dtype=np.float64)
-        nonzero = np.sum((X != 0) & np.isfinite(X), axis=1)
-        fractions = (np.sum((np.round(X) != X) & np.isfinite(X), axis=1)
-                     / np.maximum(nonzero, 1))  # of the non-zero values: counts are mostly 0
+    design = as_design(X)
+    # of the non-zero values: counts are mostly 0
+    fractions = design.n_fractional(axis=1) / np.maximum(design.n_nonzero(axis=1), 1)
     whole = fractions == 0
     flagged = np.zeros(n, dtype=bool)
     reasons = []
@@ -187,7 +178,7 @@ def sample_scale_findings(X, Z, sample_names=None) -> str:
         if fractional.any():
             reasons.append(f"{int(fractional.sum())} hold mostly fractions where most samples "
                            "hold whole numbers")
-    if Z is not None and not sp.issparse(Z):
+    if Z is not None and not as_design(Z).sparse:
         Z = np.asarray(Z, dtype=np.float64)
         q25, med, q75 = np.nanpercentile(Z, [25, 50, 75], axis=1)
         spread = q75 - q25
@@ -680,12 +671,7 @@ class PortableModel:
                 f"the data lack {len(missing)} of the model's {len(self.features)} genes: {shown}"
             )
             raise ModelError(msg)
-        if is_dask(X):  # a lazily read store: only the model's genes, read chunk by chunk
-            X = X[:, pos].compute()
-            return X.toarray() if sp.issparse(X) else np.asarray(X)
-        if sp.issparse(X):
-            return sp.csc_matrix(X)[:, pos].toarray()
-        return np.asarray(X)[:, pos]
+        return as_design(X).columns(pos)  # of a lazily read store: one pass over its chunks
 
     @property
     def covariates(self) -> list[str]:
