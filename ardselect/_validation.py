@@ -6,11 +6,10 @@ import warnings
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import check_array
 
-from ._lazy import LazyDesign, column_range
+from ._design import as_design, dense, is_matrix
 from .exceptions import DataError, LabelError
 
 __all__ = [
@@ -39,30 +38,13 @@ def check_finite_named(X, sample_names, gene_names, *, what: str = "the data") -
     e.g. a lazily read store, is left to the chunked checks). The message speaks of genes and
     samples, for people who know their data by those names rather than by column numbers.
     """
-    if sp.issparse(X):
-        if X.dtype.kind not in "fc" or all(
-                np.isfinite(X.data[i:i + (1 << 20)]).all() for i in range(0, X.data.size, 1 << 20)):
-            return  # checked a block at a time: no coordinates (or mask) of every entry
-        coo = sp.coo_matrix(X)
-        bad = ~np.isfinite(coo.data)
-        if not bad.any():
-            return
-        values = coo.data[bad]
-        order = np.lexsort((coo.col[bad], coo.row[bad]))[0]  # first by sample, then gene
-        row, col = int(coo.row[bad][order]), int(coo.col[bad][order])
-    elif isinstance(X, np.ndarray):
-        if X.dtype.kind not in "fc" or np.isfinite(X).all():
-            return
-        mask = ~np.isfinite(X)
-        values = X[mask]
-        row, col = (int(i) for i in np.argwhere(mask)[0])
-    else:
+    found = as_design(X).nonfinite() if is_matrix(X) else None
+    if found is None:
         return
-    kinds = " and ".join(k for k, has in (("NaN", np.isnan(values).any()),
-                                          ("infinite", np.isinf(values).any())) if has)
-    msg = (f"{what} contain {values.size} {kinds} value(s), the first for gene "
-           f"{str(gene_names[col])!r} in sample {str(sample_names[row])!r}; impute them or drop "
-           "those genes or samples before fitting")
+    kinds = " and ".join(k for k, has in zip(("NaN", "infinite"), found.kinds, strict=True) if has)
+    msg = (f"{what} contain {found.n} {kinds} value(s), the first for gene "
+           f"{str(gene_names[found.col])!r} in sample {str(sample_names[found.row])!r}; impute "
+           "them or drop those genes or samples before fitting")
     raise DataError(msg)
 
 
@@ -72,7 +54,7 @@ def check_real(X) -> None:
     if dtype is None and isinstance(X, pd.DataFrame):  # its columns' types, without a copy
         dtype = next((d for d in X.dtypes if getattr(d, "kind", "") == "c"), np.dtype(float))
     if dtype is None or not hasattr(dtype, "kind"):
-        dtype = np.asarray(X).dtype if not sp.issparse(X) else X.dtype
+        dtype = as_design(X).dtype
     if dtype.kind == "c":
         msg = (f"Complex data not supported: the data hold complex numbers (dtype {dtype}); "
                "expression values must be real numbers")
@@ -101,20 +83,11 @@ def check_design(X, *, estimator_name: str = "estimator", accept_sparse: bool = 
         if "sparse" in str(exc) and not accept_sparse:
             raise
         raise DataError(str(exc)) from None
-    values = X.data if sp.issparse(X) else X
-    bad = ~np.isfinite(values)
-    if bad.any():
-        if sp.issparse(X):
-            coo = X.tocoo()  # its col array is aligned with its data (CSC indices are rows)
-            col = int(coo.col[~np.isfinite(coo.data)].min())
-        else:
-            col = int(np.flatnonzero(bad.any(axis=0))[0])
-        kinds = (bool(np.isnan(values[bad]).any()), bool(np.isinf(values[bad]).any()))
-        raise DataError(nonfinite_message(int(bad.sum()), kinds, col))
-    if sp.issparse(X):
-        X = X.tocsc()
-        X.sort_indices()
-    return X
+    design = as_design(X)
+    found = design.nonfinite()
+    if found is not None:
+        raise DataError(nonfinite_message(found.n, found.kinds, found.min_col))
+    return design.by_columns()
 
 
 def check_sparse_values(X, *, estimator_name: str = "estimator"):
@@ -148,12 +121,7 @@ def check_sparse_values(X, *, estimator_name: str = "estimator"):
 
 def constant_columns(X) -> np.ndarray:
     """Boolean mask of the columns of X whose values are all equal (all-zero columns included)."""
-    if isinstance(X, LazyDesign):  # from its moments (one pass)
-        return X.constant_columns()
-    if sp.issparse(X):
-        mn, mx = column_range(X)
-        return mx == mn
-    return np.ptp(X, axis=0) == 0
+    return as_design(X).constant_columns()  # a lazy design's from its moments (one pass)
 
 
 def check_binary_labels(y, n_samples: int):
@@ -310,10 +278,8 @@ def check_covariates(covariates, n_samples: int, *, expected: int | None = None)
                    "with covariates= (the same columns, encoded as for the fit)")
             raise DataError(msg)
         return None
-    if hasattr(covariates, "toarray"):
-        covariates = covariates.toarray()
     try:
-        C = np.asarray(covariates, dtype=np.float64)
+        C = np.asarray(dense(covariates), dtype=np.float64)
     except (TypeError, ValueError):
         msg = ("covariates must be numbers (encode categorical covariates first, e.g. one-hot "
                "with one level dropped; rank_genes and the command line do it from obs columns)")
