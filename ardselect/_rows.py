@@ -1,7 +1,7 @@
 """Which rows a fit reads: the stratified sketch (``max_samples``), and dask arrays.
 
 A dask array ``X`` is either gathered into memory (its sketch's rows, or all of them) or, fitted
-whole with the gene basis, kept where it is as a :class:`~ardselect._lazy.LazyDesign` whose products
+whole with the gene basis, kept where it is as a lazy design (:mod:`ardselect._lazy`) whose products
 are passes over its row chunks. :func:`sketch` draws the rows of ``max_samples`` from any input
 before validation; :func:`rows_to_fit` makes the gather-or-keep choice.
 """
@@ -12,9 +12,9 @@ import logging
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 
-from ._lazy import LazyDesign, default_client
+from ._design import as_design, by_rows
+from ._lazy import default_client
 from ._validation import n_rows, take_rows
 from .exceptions import DataError
 
@@ -55,7 +55,7 @@ class _DaskRows:
     def compute(self):
         X = self.X if self.rows is None else self.X[np.asarray(self.rows)]
         out = X.compute()
-        return out.tocsr() if sp.issparse(out) else np.asarray(out)
+        return by_rows(out)
 
 
 class _LocalDask:
@@ -118,7 +118,7 @@ def rows_to_fit(X, client, *, lazy, warn_rows, name):
     """The rows of a dask input (``_DaskRows``) to fit: kept lazy, or gathered into memory.
 
     With ``lazy`` (a dask array fitted whole with the gene basis) the result is a checked
-    :class:`~ardselect._lazy.LazyDesign` (:func:`validate_lazy`), otherwise the gathered matrix.
+    lazy design (:func:`validate_lazy`), otherwise the gathered matrix.
     Above ``warn_rows`` rows without a sketch the user is told the cost.
     """
     if lazy:
@@ -137,7 +137,7 @@ def rows_to_fit(X, client, *, lazy, warn_rows, name):
 
 
 def validate_lazy(X, name):
-    """A dask array as a :class:`~ardselect._lazy.LazyDesign`, checked as ``_validate_x`` checks.
+    """A dask array as a lazy design (:func:`~ardselect._design.as_design`), checked as ``_validate_x`` checks.
 
     One pass (the per-gene moments, kept for the scales and the constant genes) finds NaN or
     infinite values. ``name`` is the estimator's, for the message.
@@ -148,7 +148,7 @@ def validate_lazy(X, name):
     if not (np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)):
         msg = f"X must be numeric, got a dask array of dtype {X.dtype}."
         raise DataError(msg)
-    design = LazyDesign(X, intercept=False)
+    design = as_design(X)
     mo = design.moments()
     bad = ~(np.isfinite(mo["mean"]) & np.isfinite(mo["min"]) & np.isfinite(mo["max"]))
     if bad.any():
