@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ._lazy import is_dask, reduce_rows
+from ._design import as_design, dense
 from .model import PortableModel
 from .preprocessing import Preprocessor
 
@@ -132,7 +132,7 @@ def _log_fold_changes(X, labels, pre: Preprocessor, *, log1p_base=None) -> dict:
     """
     uniq, codes = np.unique(labels, return_inverse=True)
     fn = functools.partial(_class_sums, pre, codes, uniq.size)
-    sums, counts, lowest = reduce_rows(X, fn, _add_sums) if is_dask(X) else fn(X, 0)
+    sums, counts, lowest = as_design(X).reduce_rows(fn, _add_sums)
     base = log1p_base if pre.log_ == "none" else None
 
     def expm1(v):
@@ -159,24 +159,17 @@ def _class_sums(pre: Preprocessor, codes, n_classes, X, start):
     rows = codes[start:start + X.shape[0]]
     keeps_sparse = not ((pre.floor is not None and pre.floor > 0)
                         or (pre.cap is not None and pre.cap < 0))
-    if sp.issparse(X) and (pre.log_ == "none" or keeps_sparse):
+    if as_design(X).sparse and (pre.log_ == "none" or keeps_sparse):
         return _sparse_class_sums(pre, rows, n_classes, X)
     if pre.log_ == "none":
         L = X
-    else:
-        L = pre._clip(X, pre.floor, pre.cap)
-        if sp.issparse(L):
-            L = L.astype(np.float64)
-            L.data = np.log1p(L.data)
-        else:
-            L = np.log1p(np.asarray(L, dtype=np.float64))
-    values = L.data if sp.issparse(L) else np.asarray(L)
+    else:  # dense: a sparse X whose clip changes its zeros is densified by the clip
+        L = np.log1p(np.asarray(dense(pre._clip(X, pre.floor, pre.cap)), dtype=np.float64))
+    values = as_design(L).stored()
     lowest = float(np.min(values)) if values.size else 0.0
     onehot = sp.csr_matrix((np.ones(rows.size), (rows, np.arange(rows.size))),
                            shape=(n_classes, rows.size))
-    sums = onehot @ L
-    sums = sums.toarray() if sp.issparse(sums) else np.asarray(sums)
-    return sums, np.bincount(rows, minlength=n_classes), lowest
+    return dense(onehot @ L), np.bincount(rows, minlength=n_classes), lowest
 
 
 def _sparse_class_sums(pre: Preprocessor, rows, n_classes, X):
