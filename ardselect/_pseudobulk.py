@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from ._design import as_design, dense, is_matrix
 from .exceptions import DataError, LabelError
 
 __all__ = ["count_source", "pseudobulk"]
@@ -24,9 +25,9 @@ CPM = 1e6
 
 def _holds_counts(M) -> bool:
     """Whether the matrix ``M`` holds non-negative integers (and some non-zero)."""
-    if M is None or not (sp.issparse(M) or isinstance(M, np.ndarray)):
+    if not is_matrix(M):
         return False
-    values = M.data if sp.issparse(M) else np.asarray(M).ravel()
+    values = as_design(M).stored()
     if values.size == 0 or not np.issubdtype(values.dtype, np.number):
         return False
     return bool(np.all(values >= 0) and np.all(np.mod(values, 1) == 0) and np.any(values > 0))
@@ -142,7 +143,7 @@ def pseudobulk(adata, groupby: str | None, donor_key: str, *, layer: str | None 
     G = sp.csr_matrix((np.ones(codes.size), (codes, np.arange(codes.size))),
                       shape=(n_pairs, codes.size))
     counts = G @ M
-    counts = np.asarray(counts.toarray() if sp.issparse(counts) else counts, dtype=np.float64)
+    counts = np.asarray(dense(counts), dtype=np.float64)
     n_cells = np.bincount(codes, minlength=n_pairs)
     keep = n_cells >= int(min_cells)
     counts, n_cells = counts[keep], n_cells[keep]
