@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
+from ._design import as_design, dense
 from ._files import _HDF5_SIGNATURE, detect_format, require_file
 from ._validation import check_class_labels, check_clean_names, check_unique_names
 from .exceptions import DataError, FileFormatError, LabelError
@@ -68,7 +68,7 @@ def _row_number_columns(X) -> np.ndarray:
     n = X.shape[0]
     if n < ROW_NUMBER_MIN_SAMPLES:
         return np.zeros(0, dtype=np.intp)
-    X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    X = np.asarray(dense(X), dtype=np.float64)
     with np.errstate(invalid="ignore"):
         span = np.max(X, axis=0) - np.min(X, axis=0)
     cand = np.flatnonzero(span == n - 1)
@@ -134,8 +134,7 @@ def _label_codes(adata, label_key) -> list[str]:
     labels = pd.Series(adata.obs[label_key].to_numpy()).astype(str)
     if labels.nunique() < 2:
         return []
-    X = adata.X
-    X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    X = np.asarray(dense(adata.X), dtype=np.float64)
     same = np.ones(X.shape[1], dtype=bool)
     firsts = []
     for cls in labels.unique():
@@ -202,7 +201,7 @@ def split_gene_columns(
             raise DataError(msg)
         cols = np.flatnonzero(~keep)
         X = adata.X
-        values = X[:, cols].toarray() if sp.issparse(X) else np.asarray(X)[:, cols]
+        values = as_design(X).columns(cols)
         obs = adata.obs.copy()
         for k, j in enumerate(cols):
             if names[j] not in obs.columns:
