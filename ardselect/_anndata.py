@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
 from ._anndata_results import (
     _SCANPY_PARAMS,
@@ -24,8 +23,8 @@ from ._anndata_results import (
     _with_directions,
     _write_results,
 )
+from ._design import as_design, is_matrix
 from ._expression import ExpressionData
-from ._lazy import is_dask
 from ._neighbourhood import set_memberships
 from ._validation import (
     check_class_labels,
@@ -421,7 +420,7 @@ def _rows_to_fit(est, X, codes, groups):
     from ._rows import sketch
 
     max_samples = getattr(est, "max_samples", None)
-    if max_samples is None or is_dask(X):
+    if max_samples is None or as_design(X).lazy:
         return X, codes, groups, None
     check_params(est)
     groups = check_groups(groups, codes, est.criterion)
@@ -801,7 +800,7 @@ def _notice_scaled_x(adata, X):
     raw = adata.raw
     if raw is None or not adata.var_names.isin(raw.var_names).all():
         return
-    in_memory = [sp.issparse(M) or isinstance(M, np.ndarray) for M in (X, raw.X)]
+    in_memory = [is_matrix(M) for M in (X, raw.X)]
     if not all(in_memory) or 0 in X.shape or not X.min() < 0 or raw.X.min() < 0:
         return
     warnings.warn(
