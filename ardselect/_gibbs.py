@@ -41,7 +41,6 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.linalg  # noqa: F401 (the tests patch scipy.linalg through this module)
-import scipy.sparse as sp
 from scipy.special import (
     log_ndtr,
     logsumexp,
@@ -53,6 +52,7 @@ from threadpoolctl import threadpool_limits
 from ._base import _BinaryClassifierMixin, _FamilyEstimator, basis_constraints
 from ._basis import design_matrix, make_basis
 from ._constraints import Interval, check_params
+from ._design import dense
 from ._gibbs_sampler import (  # noqa: F401 (the tests reach the samplers through this module)
     _gamma_tail_rejection,
     _run_chain,
@@ -392,7 +392,7 @@ class GibbsRVMClassifier(_BinaryClassifierMixin, _FamilyEstimator):
     def _design(self, X):
         """Dense basis matrix, the intercept's column of ones last (as in the whole family)."""
         B = design_matrix(self.basis_, X, fit_intercept=self.fit_intercept)
-        B = B.toarray() if sp.issparse(B) else np.asarray(B, dtype=np.float64)
+        B = np.asarray(dense(B), dtype=np.float64)
         return np.ascontiguousarray(B)
 
     def fit(self, X, y):

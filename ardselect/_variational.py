@@ -53,7 +53,6 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.special import expit
 from sklearn.base import RegressorMixin
 from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
@@ -62,6 +61,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._base import _BinaryClassifierMixin, _FamilyEstimator, basis_constraints
 from ._basis import design_matrix, make_basis
 from ._constraints import Interval, check_params
+from ._design import dense
 from ._validation import require_y
 from ._variational_engine import (  # noqa: F401 (the tests import these from here)
     _fit_variational,
@@ -101,7 +101,7 @@ class _VariationalRVMBase(_FamilyEstimator):
     def _design(self, X):
         """Dense basis matrix, the intercept's column of ones last (as in the whole family)."""
         K = design_matrix(self.basis_, X, fit_intercept=self.fit_intercept)
-        return np.asarray(K.toarray() if sp.issparse(K) else K, dtype=np.float64)
+        return np.asarray(dense(K), dtype=np.float64)
 
     def _fit_design(self, X, t, c, d):
         self.basis_ = make_basis(
