@@ -28,6 +28,7 @@ from sklearn.base import clone
 
 from ._constraints import ParameterError
 from ._criteria import CRITERIA
+from ._design import as_design
 from ._validation import check_class_labels, check_finite_named, check_real
 from .exceptions import ArdselectError, DataError, LabelError
 from .preprocessing import auto_log
@@ -404,7 +405,7 @@ def _check_sample_scales(X, preprocessor, ids) -> None:
     from .preprocessing import Preprocessor
 
     Z = None
-    if isinstance(preprocessor, Preprocessor) and not sp.issparse(X):
+    if isinstance(preprocessor, Preprocessor) and not as_design(X).sparse:
         Z = np.asarray(X, dtype=np.float64)
         if preprocessor.floor is not None or preprocessor.cap is not None:
             Z = np.clip(Z, preprocessor.floor, preprocessor.cap)
