@@ -155,6 +155,6 @@ def unit_rms(Phi):
     changes no result; it keeps the algebra well conditioned for features whose scales span many
     orders of magnitude. Returns ``(Phi_scaled, scale, nonzero)``; all-zero columns keep scale 1 and
     are flagged in ``nonzero`` so callers can keep them out of the model. Sparse stays sparse (CSC);
-    a lazy design (``_lazy.LazyDesign``) stays lazy (one pass for the scales).
+    a lazy design stays lazy (one pass for the scales).
     """
     return as_design(Phi).unit_rms()

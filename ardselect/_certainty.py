@@ -103,7 +103,7 @@ def class_statistics(design, in_class):
     """Welch's t, difference of class means and overall sd of every column, in one set of passes.
 
     The t statistic and the difference compare the rows ``in_class`` with the others; the standard
-    deviation is over all rows (divisor ``n``). ``design`` is ``(n, m)``, dense, sparse or a :class:`ardselect._lazy.LazyDesign` (three passes
+    deviation is over all rows (divisor ``n``). ``design`` is ``(n, m)``, dense, sparse or lazy (three passes
     over its chunks); ``in_class`` a boolean ``(n,)``. The t statistic is positive where the
     column's mean is higher in the class, NaN where both groups are constant or a group has fewer
     than two rows; the difference is NaN where a group is empty.

@@ -312,7 +312,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         if covariates is not None and self.sketch_ is not None:
             covariates = covariates[self.sketch_]
         # A dask array fitted whole with the gene basis stays where it is: every pass the path
-        # makes over the design is a dask reduction over its row chunks (``_lazy.LazyDesign``).
+        # makes over the design is a dask reduction over its row chunks (a lazy design).
         lazy = client is not None and self.sketch_ is None and self.kernel == "features"
         if client is not None:
             X = rows_to_fit(X, client, lazy=lazy, warn_rows=GATHER_WARN_ROWS,

@@ -89,7 +89,7 @@ def neighbourhood(basis, selected, candidates, *, min_correlation, max_neighbour
 
     Parameters
     ----------
-    basis : {ndarray, sparse matrix, LazyDesign} of shape (n, m)
+    basis : {ndarray, sparse matrix, lazy design} of shape (n, m)
     selected : ndarray of int of shape (k,)
     candidates : ndarray of bool of shape (m,)
         Columns that may join (usable genes outside the model).
