@@ -417,7 +417,7 @@ def certainty(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, 
             fontsize=7, family="monospace")
         right.tick_params(axis="y", length=0)
         right.set_ylabel("share of CV fold models;  sign of the weight", fontsize=7)
-        ax.set_xlabel("log Bayes factor, in vs out, given the other selected genes "
+        ax.set_xlabel("log Bayes factor, in vs out, given the other\nselected genes "
                       "(dark: selected)")
         ax.grid(visible=True, axis="x", alpha=0.3)
         sub_title = f"{cls} vs rest" if len(classes) > 1 else (title or "")
