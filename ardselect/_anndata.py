@@ -39,10 +39,12 @@ from .preprocessing import Preprocessor
 
 __all__ = ["rank_genes"]
 
-#: Columns of the estimators' ranked tables renamed in the gene table (genes.tsv,
-#: ``get.ranked_genes_df``, ``uns[key]["ranked"]``): there, "mean" read as mean expression. Older
-#: records are read through it too.
+#: Columns of older records' gene tables (``uns[key]["ranked"]``) under their current names, read
+#: through by ``get.ranked_genes_df``: the weight's posterior was ``mean`` / ``sd``.
 GENE_TABLE_RENAMES = {"mean": "weight", "sd": "weight_sd"}
+#: The same for the default (ARD) model's table: its conditional Bayes factor was ``log_bf``
+#: (the spike-and-slab table's ``log_bf`` is its own, and keeps the name).
+ARD_GENE_TABLE_RENAMES = {**GENE_TABLE_RENAMES, "log_bf": "log_bf_conditional"}
 
 _RANKED_COLUMNS = (
     "class",
@@ -61,8 +63,7 @@ _RANKED_COLUMNS = (
     "weight_sd",
     "alpha",
     "entered_step",
-    "log_bf",
-    "p_sign",
+    "log_bf_conditional",
     "z",
     "log_bf_marginal",
     "cv_frequency",
@@ -299,7 +300,7 @@ def _rank_core(
         est_names = [f"x{i}" for i in range(Z.shape[1])]
     column = {str(n): i for i, n in enumerate(est_names)}
 
-    ranked = est.ranked_features().rename(columns=GENE_TABLE_RENAMES)
+    ranked = est.ranked_features()
     if spikeslab:
         # Welch's t of each gene, the problem's class against the rest, as ARD's table has it.
         t_stat = {c: class_contrast(Z, codes_fit == int(c)) for c in dict.fromkeys(ranked["class"])}
@@ -611,16 +612,16 @@ def rank_genes(
           probability that its credible set holds a gene of the model, and the set's number
           (the guide's "How sure is each gene"; with ``certainty=False`` in
           ``estimator_params``, NaN and 0);
-        * ``var[f"{key}_log_bf"]``, ``var[f"{key}_p_sign"]``, ``var[f"{key}_log_bf_marginal"]``,
+        * ``var[f"{key}_log_bf_conditional"]``, ``var[f"{key}_log_bf_marginal"]``,
           ``var[f"{key}_cv_frequency"]``, ``var[f"{key}_t_stat"]`` (float64): the gene's log Bayes
-          factor for being in the chosen model, the probability that its weight has the sign of
-          ``weight``, its one-gene log Bayes factor, its share of the inner cross-validation's
-          fold models of the chosen size, and Welch's t of the class against the rest (see
+          factor for being in the chosen model given the other selected genes, its one-gene log
+          Bayes factor, its share of the inner cross-validation's fold models of the chosen size,
+          and Welch's t of the class against the rest (see
           :meth:`ardselect.ARDClassifier.ranked_features`; NaN for constant genes);
         * multi-class only: ``var[f"{key}_class"]`` (str), the class where the gene ranks best,
           and ``varm[f"{key}_rank"]`` (int64), ``varm[f"{key}_weight"]`` (float64),
           ``varm[f"{key}_selected"]`` (bool), ``varm[f"{key}_credible_set"]`` (int64) and the
-          seven certainty columns above (float64), each (n_vars, n_classes) with columns in
+          six certainty columns above (float64), each (n_vars, n_classes) with columns in
           ``uns[key]["problems"]`` order;
         * ``uns[key]``: ``params`` (every argument and the ardselect version), ``classes``
           (str array), ``problems`` (str array: the class of each binary problem), ``positive`` (str),
@@ -652,7 +653,8 @@ def rank_genes(
         (:func:`ardselect.get.ranked_genes_df`) has columns ``class``, ``rank`` (by decreasing
         PIP), ``gene``, ``description``, ``selected``, ``pip``, ``credible_set`` (the id, 1, 2, ...
         per class, of the gene's credible set; ``<NA>`` if none), ``set_pip`` (that set's sum of
-        PIPs), ``log_bf`` (posterior minus prior log odds of inclusion), ``mean``, ``sd``, ``z``,
+        PIPs), ``log_bf`` (posterior minus prior log odds of inclusion), ``weight``, ``weight_sd``,
+        ``z``,
         ``p_sign``, ``t_stat``, ``log2_fc``, ``direction`` and ``note``; ``var`` gets ``rank``,
         ``selected``, ``weight``, ``weight_sd``, ``pip``, ``set_pip``, ``log_bf``, ``p_sign``,
         ``t_stat`` (float64) and ``credible_set`` (int64, 0 for a gene in no set), each prefixed by

@@ -23,7 +23,7 @@ from .model import PortableModel
 from .preprocessing import Preprocessor
 
 #: Per-gene certainty columns of the ranked table, also written to ``var`` (and ``varm``).
-_CERTAINTY = ("pip", "set_probability", "log_bf", "p_sign", "log_bf_marginal", "cv_frequency",
+_CERTAINTY = ("pip", "set_probability", "log_bf_conditional", "log_bf_marginal", "cv_frequency",
               "t_stat")
 
 

@@ -187,12 +187,9 @@ def certainty_table(fits, coef, coef_sd, alpha, *, alpha_min, intercept_alpha):
         with np.errstate(divide="ignore", invalid="ignore"):
             relevance = np.where(selected & (s_loo > 0),
                                  np.maximum(q_loo * q_loo - s_loo, 0.0) / s_loo**2, 0.0)
-        log_bf, _, p_pos = inclusion_certainty(s_loo, q_loo, 1.0 / alpha_min)
+        log_bf, _, _ = inclusion_certainty(s_loo, q_loo, 1.0 / alpha_min)
         usable = fit.problem.allowed[:n_basis]
         log_bf = np.where(usable, log_bf, np.nan)
-        # The sign the table reports: the posterior mean's for selected genes, else the sign
-        # the weight would take if the gene were added.
-        p_sign = np.where(usable, np.maximum(p_pos, 1.0 - p_pos), np.nan)
         with np.errstate(divide="ignore", invalid="ignore"):
             z_out = q_loo / np.sqrt(s_loo)
             z_in = coef[i] / coef_sd[i]
@@ -227,13 +224,12 @@ def certainty_table(fits, coef, coef_sd, alpha, *, alpha_min, intercept_alpha):
             "contribution": contribution[order],
             "std_weight": std_weight[order],
             "relevance": relevance[order],
-            "mean": coef[i, order],
-            "sd": coef_sd[i, order],
+            "weight": coef[i, order],
+            "weight_sd": coef_sd[i, order],
             "alpha": alpha[i, order],
             "entered_step": pd.array(np.where(entered[order] >= 0, entered[order], -1),
                                      dtype="Int64"),
-            "log_bf": log_bf[order],
-            "p_sign": p_sign[order],
+            "log_bf_conditional": log_bf[order],
             "z": z[order],
             "log_bf_marginal": log_bf_marginal[order],
             "cv_frequency": frequency[order],

@@ -644,14 +644,17 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
               feature beside the model's other features, on the unit-RMS scale and without the
               floor ``alpha_min`` (the model itself caps it at ``1 / alpha_min``); 0 when the
               evidence would leave a selected feature out, and for features outside the model;
-            * ``mean``, ``sd``, ``alpha``: the weight's posterior and the precision the model
-              uses (input units; 0, 0 and ``inf`` outside the model);
+            * ``weight``, ``weight_sd``, ``alpha``: the weight's posterior mean and sd in the
+              chosen model and the precision it uses (input units; 0, 0 and ``inf`` outside the
+              model). The sd is that of the one chosen model, the other features held in it and
+              ``alpha`` often at its floor ``alpha_min``: it restates the prior and says little
+              about how sure the model is of the feature (``pip`` does);
             * ``entered_step``: first path step with the feature in the model (<NA> if never);
-            * ``log_bf``: log Bayes factor of the feature in the model against out of it, the
-              others as chosen, under a uniform prior on its weight's prior variance up to
-              ``1 / alpha_min`` (:mod:`ardselect._certainty`);
-            * ``p_sign``: probability that the weight has the sign of ``mean`` (outside the model:
-              the sign it would take if added);
+            * ``log_bf_conditional``: log Bayes factor of the feature in the model against out of
+              it, given the other selected features as chosen, under a uniform prior on its
+              weight's prior variance up to ``1 / alpha_min`` (:mod:`ardselect._certainty`):
+              whether the model needs it beside the others, near 0 for features whose signal
+              another selected feature carries, however relevant;
             * ``z``: signed posterior mean / sd of the weight in the model; outside it, the z the
               weight would have if the feature entered with a flat prior, ``q / sqrt(s)``;
             * ``log_bf_marginal``: log Bayes factor of the feature and the intercept against the
@@ -662,7 +665,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             * ``t_stat``: Welch's t statistic of the feature's values in the problem's class
               against the rest (positive: higher in the class), whatever the model.
 
-            ``log_bf``, ``p_sign``, ``z``, ``log_bf_marginal`` and ``t_stat`` are NaN for
+            ``log_bf_conditional``, ``z``, ``log_bf_marginal`` and ``t_stat`` are NaN for
             features that cannot enter (constant ones).
         """
         check_is_fitted(self)

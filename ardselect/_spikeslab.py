@@ -533,10 +533,11 @@ class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, _FamilyEstimator):
             ``selected`` (PIP above ``threshold``), ``pip``, ``log_bf`` (the Bayes factor of the
             gene being in the model: its posterior log odds of inclusion minus its prior log odds,
             the prior inclusion probability averaged over the hyperprior's nodes; NaN for constant
-            genes), ``mean`` and ``sd`` (posterior of the weight, input units), ``z`` (``mean /
-            sd``), ``p_sign`` (probability that the weight has the sign of ``mean`` given that the
-            gene is in the model; NaN for constant genes), ``credible_set`` (the gene's set in
-            ``credible_sets_``, <NA> if none) and ``set_pip``. Ordered by class, then rank.
+            genes), ``weight`` and ``weight_sd`` (posterior mean and sd of the weight, input units),
+            ``z`` (``weight / weight_sd``), ``p_sign`` (probability that the weight has the sign
+            of ``weight`` given that the gene is in the model; NaN for constant genes),
+            ``credible_set`` (the gene's set in ``credible_sets_``, <NA> if none) and
+            ``set_pip``. Ordered by class, then rank.
         """
         check_is_fitted(self)
         names = self._names()
@@ -561,8 +562,8 @@ class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, _FamilyEstimator):
                 "selected": pip > self.threshold,
                 "pip": pip,
                 "log_bf": np.where(usable, log_bf, np.nan),
-                "mean": self.coef_[i, order],
-                "sd": self.coef_sd_[i, order],
+                "weight": self.coef_[i, order],
+                "weight_sd": self.coef_sd_[i, order],
                 "z": np.where(usable, z, np.nan),
                 "p_sign": self._p_sign[i, order],
                 "credible_set": pd.array([set_of.get(f) for f in feats], dtype="Int64"),

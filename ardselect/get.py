@@ -96,9 +96,8 @@ def ranked_genes_df(
         ``weight`` and ``weight_sd`` (posterior mean and sd of the weight of the standardised
         gene in the model; 0 outside it), ``alpha`` (the precision the model uses, ``inf`` outside it),
         ``entered_step`` (first path step with the gene in the model, ``<NA>`` if never),
-        ``log_bf`` and ``p_sign`` (log Bayes factor of the gene in against out, the other genes
-        as chosen; probability that the weight has the sign of ``weight``), ``z`` (signed z of the
-        weight), ``log_bf_marginal`` (the gene alone against the intercept alone),
+        ``log_bf_conditional`` (log Bayes factor of the gene in against out, given the other
+        selected genes), ``z`` (signed z of the weight), ``log_bf_marginal`` (the gene alone against the intercept alone),
         ``cv_frequency`` (share of the inner cross-validation's fold models of the chosen size
         that hold the gene), ``t_stat`` (Welch's t of the gene in the class against the rest),
         ``log2_fc`` (scanpy's log2 fold change of the same contrast, NaN unless the data are on
@@ -106,9 +105,11 @@ def ranked_genes_df(
         ``note`` (for a selected gene whose weight has the other sign than ``direction``); see
         :meth:`ardselect.ARDClassifier.ranked_features`. Rows by class, then rank.
     """
-    from ._anndata import GENE_TABLE_RENAMES
+    from ._anndata import ARD_GENE_TABLE_RENAMES, GENE_TABLE_RENAMES
 
-    df = _uns_to_table(_stored(adata, key)["ranked"]).rename(columns=GENE_TABLE_RENAMES)
+    stored = _stored(adata, key)
+    renames = GENE_TABLE_RENAMES if _is_spikeslab(stored) else ARD_GENE_TABLE_RENAMES
+    df = _uns_to_table(stored["ranked"]).rename(columns=renames)
     if group is not None:
         groups = list(dict.fromkeys(df["class"]))
         if str(group) not in groups:

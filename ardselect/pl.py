@@ -209,7 +209,7 @@ def weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fi
 
     ``ranked`` is a ranked table (:meth:`ARDClassifier.ranked_features` or
     :func:`ardselect.get.ranked_genes_df`: columns ``rank``, ``gene`` or ``feature``, ``selected``,
-    ``weight``, ``weight_sd`` (``mean``, ``sd`` in an estimator's table), optionally ``class`` and
+    ``weight``, ``weight_sd``, optionally ``class`` and
     ``description``). The ``top`` best-ranked selected genes
     of each class are drawn, best at the top. Blue: the +-2 sd interval excludes zero; grey: it
     crosses zero (the data do not pin the weight's sign down on their own, typical of a gene
@@ -345,26 +345,9 @@ def _share_label(p: float) -> str:
     return "-" if not np.isfinite(p) else f"{100 * p:.0f}%"
 
 
-def _pip_label(p: float) -> str:
-    """A probability shown to two decimals, without rounding a near-certainty up to 1."""
-    if not np.isfinite(p):
-        return "-"
-    if p >= 0.995:
-        return ">0.99"
-    if p <= 0.005:
-        return "<0.01"
-    return f"{p:.2f}"
-
-
 def _weights(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Posterior mean and sd of the weights.
-
-    ``weight`` / ``weight_sd`` of the gene table, or ``mean`` / ``sd`` of an estimator's
-    ``ranked_features()``.
-    """
-    if "weight" in table:
-        return table["weight"].to_numpy(float), table["weight_sd"].to_numpy(float)
-    return table["mean"].to_numpy(float), table["sd"].to_numpy(float)
+    """Posterior mean and sd of the weights: ``weight`` / ``weight_sd``."""
+    return table["weight"].to_numpy(float), table["weight_sd"].to_numpy(float)
 
 
 def _sign_labels(sub: pd.DataFrame) -> np.ndarray:
@@ -373,9 +356,9 @@ def _sign_labels(sub: pd.DataFrame) -> np.ndarray:
     Outside the model (weight 0): the sign the weight would take if the gene entered (that of
     ``z``), else the direction of its class difference (``t_stat``).
     """
-    if "weight" not in sub and "mean" not in sub:
+    if "weight" not in sub:
         return np.full(len(sub), "")
-    w = sub["weight" if "weight" in sub else "mean"].to_numpy(float)
+    w = sub["weight"].to_numpy(float)
     for col in ("z", "t_stat"):  # a gene outside the model has weight 0
         if col in sub:
             w = np.where(w != 0, w, np.nan_to_num(sub[col].to_numpy(float)))
@@ -383,18 +366,20 @@ def _sign_labels(sub: pd.DataFrame) -> np.ndarray:
 
 
 def certainty(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fig=None):
-    """How sure the model is of each gene: log Bayes factor, fold-model share and sign probability.
+    """Does the chosen model need each gene beside the others: conditional log Bayes factors.
 
-    ``ranked`` is a ranked table with the certainty columns (:meth:`ARDClassifier.ranked_features`
-    or :func:`ardselect.get.ranked_genes_df`: ``rank``, ``gene`` or ``feature``, ``selected``,
-    ``log_bf``, ``cv_frequency``, ``p_sign``, optionally ``class``). For the ``top`` best-ranked
-    genes of each class (selected ones first, then the best candidates outside the model) a bar
-    shows the log Bayes factor of the gene in the model against out of it, the other genes as
-    chosen; dark bars are selected genes. Right-hand labels give the share of the inner
-    cross-validation's fold models that hold the gene and the probability that the weight has
-    the sign shown (``w>0`` or ``w<0``). Dotted lines mark log Bayes factors of +-log(3) and
-    +-log(20) ("positive" and "strong" evidence on Kass & Raftery's scale). One panel per class
-    (at most 12). Returns the matplotlib Figure.
+    ``ranked`` is a ranked table (:meth:`ARDClassifier.ranked_features` or
+    :func:`ardselect.get.ranked_genes_df`: ``rank``, ``gene`` or ``feature``, ``selected``,
+    ``log_bf_conditional``, ``cv_frequency``, optionally ``class``). For the ``top``
+    best-ranked genes of each class (selected ones first, then the best candidates outside the
+    model) a bar shows the log Bayes factor of the gene in the model against out of it, given the
+    other selected genes; dark bars are selected genes. A gene whose signal another selected
+    gene carries gets a bar near 0 however relevant it is: how sure the model is of a gene is its
+    ``pip`` and credible set (:func:`inclusion`). Right-hand labels give the share of the inner
+    cross-validation's fold models that hold the gene and the sign of its weight (``w>0`` or
+    ``w<0``). Dotted lines mark log Bayes factors of +-log(3) and +-log(20) ("positive" and
+    "strong" evidence on Kass & Raftery's scale). One panel per class (at most 12). Returns the
+    matplotlib Figure.
     """
     require_matplotlib()
     from matplotlib.figure import Figure
@@ -408,10 +393,10 @@ def certainty(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, 
     axes = np.atleast_1d(fig.subplots(nrow, ncol, squeeze=False)).ravel()
     for ax, cls in zip(axes, classes, strict=False):
         sub = table[table["class"].astype(str) == cls].sort_values("rank", kind="stable")
-        sub = sub[np.isfinite(sub["log_bf"].to_numpy(float))].head(top)
+        sub = sub[np.isfinite(sub["log_bf_conditional"].to_numpy(float))].head(top)
         k = len(sub)
         ypos = np.arange(k)[::-1]
-        bf = sub["log_bf"].to_numpy(float)
+        bf = sub["log_bf_conditional"].to_numpy(float)
         sel = sub["selected"].astype(bool).to_numpy()
         ax.barh(ypos, bf, color=np.where(sel, "C0", "0.75"), height=0.7)
         for v in (np.log(3.0), np.log(20.0)):
@@ -428,12 +413,12 @@ def certainty(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, 
         share = (sub["cv_frequency"].to_numpy(float) if "cv_frequency" in sub
                  else np.full(k, np.nan))
         right.set_yticklabels(
-            [f"{_share_label(p):>5}  {s} {_pip_label(q):>5}" for p, s, q in
-             zip(share, signs, sub["p_sign"].to_numpy(float), strict=True)],
+            [f"{_share_label(p):>5}  {s}" for p, s in zip(share, signs, strict=True)],
             fontsize=7, family="monospace")
         right.tick_params(axis="y", length=0)
-        right.set_ylabel("share of CV fold models;  probability of the sign", fontsize=7)
-        ax.set_xlabel("log Bayes factor, in vs out (dark: selected)")
+        right.set_ylabel("share of CV fold models;  sign of the weight", fontsize=7)
+        ax.set_xlabel("log Bayes factor, in vs out, given the other\nselected genes "
+                      "(dark: selected)")
         ax.grid(visible=True, axis="x", alpha=0.3)
         sub_title = f"{cls} vs rest" if len(classes) > 1 else (title or "")
         if sub_title:

@@ -10,7 +10,10 @@ placed among the other genes. The default ``ARDClassifier`` is fitted on each re
 * set calibration: the expected calibration error (ECE, 10 equal-width bins) of the set
   probabilities against "the set holds a planted gene";
 * gene calibration: the ECE of the PIPs of genes without near copies (neither a relevant gene
-  with copies nor a copy) against "the gene is planted", over every gene that has a PIP.
+  with copies nor a copy) against "the gene is planted", over every gene that has a PIP; beside
+  it, the ECE a calibrated model would get on as many genes (outcomes drawn from the PIPs
+  themselves: the floor that a finite sample puts under the ECE), and the bias, the mean PIP
+  minus the share of planted genes.
 
 Then the cost: the default fit of the bundled Golub data (``ardselect.datasets.leukaemia``, the
 preprocessing of ``./dev.sh demo``), with and without ``certainty``: CPU seconds of this process
@@ -19,6 +22,9 @@ ratio must stay <= 1.5.
 
     python benchmarks/certainty.py                 # 3 seeds x 10 replicates, then Golub timing
     python benchmarks/certainty.py --replicates 5  # quicker
+    python benchmarks/certainty.py --repeats 0     # calibration only
+
+Standard errors (±) are bootstrap standard deviations, the replicates of a block resampled.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ import numpy as np
 
 #: Bins of the expected calibration error.
 N_BINS = 10
+#: Bootstrap resamples of the replicates for the standard errors.
+BOOTSTRAP = 500
 
 
 def planted(seed, *, n=100, p=300, n_relevant=4, max_copies=5):
@@ -76,13 +84,13 @@ def score(seed, *, n=100, p=300):
 
 
 def replicates(seeds, *, n=100, p=300):
-    """Pooled set and gene rows over ``seeds``."""
-    sets, genes = [], []
-    for s in seeds:
-        a, b = score(int(s), n=n, p=p)
-        sets += a
-        genes += b
-    return sets, genes
+    """Set and gene rows of each seed: a list of ``(set rows, gene rows)``, one per replicate."""
+    return [score(int(s), n=n, p=p) for s in seeds]
+
+
+def pool(reps):
+    """The set and gene rows of replicates ``reps`` pooled."""
+    return [r for a, _ in reps for r in a], [r for _, b in reps for r in b]
 
 
 def ece(rows):
@@ -100,12 +108,45 @@ def ece(rows):
     return total / prob.size
 
 
-def summary(pooled):
-    """``(coverage, set ECE, gene ECE, number of 95% sets)`` of pooled rows."""
-    sets, genes = pooled
+def summary(reps):
+    """``(coverage, set ECE, gene ECE, number of 95% sets)`` of the pooled rows of ``reps``."""
+    sets, genes = pool(reps)
     credible = [hit for prob, hit in sets if prob >= 0.95]
     cov = float(np.mean(credible)) if credible else float("nan")
     return cov, ece(sets), ece(genes), len(credible)
+
+
+def bootstrap_se(reps, *, n_boot=BOOTSTRAP, seed=0):
+    """Bootstrap standard errors of coverage, set ECE and gene ECE, replicates resampled."""
+    rng = np.random.default_rng(seed)
+    draws = np.array([summary([reps[i] for i in rng.integers(0, len(reps), len(reps))])[:3]
+                      for _ in range(n_boot)])
+    return np.nanstd(draws, axis=0, ddof=1)
+
+
+def calibrated_ece(rows, *, n_sim=200, seed=0):
+    """The mean ECE of ``rows``' probabilities with outcomes drawn from them.
+
+    That is the ECE of a calibrated model on as many rows: the floor a finite sample puts under it.
+    """
+    rng = np.random.default_rng(seed)
+    prob = np.array([r[0] for r in rows])
+    return float(np.mean([ece(list(zip(prob, rng.random(prob.size) < prob, strict=True)))
+                          for _ in range(n_sim)]))
+
+
+def bias(rows):
+    """Mean probability minus observed frequency (positive: too sure)."""
+    return float(np.mean([r[0] for r in rows]) - np.mean([r[1] for r in rows]))
+
+
+def reliability(rows):
+    """Rows ``(bin, count, mean probability, observed frequency)`` of the non-empty bins."""
+    prob = np.array([r[0] for r in rows])
+    hit = np.array([r[1] for r in rows], dtype=float)
+    bins = np.minimum((prob * N_BINS).astype(int), N_BINS - 1)
+    return [(b, int((bins == b).sum()), prob[bins == b].mean(), hit[bins == b].mean())
+            for b in range(N_BINS) if (bins == b).any()]
 
 
 def golub_timing(repeats):
@@ -132,24 +173,41 @@ def main(argv=None):
     ap.add_argument("--replicates", type=int, default=10, help="replicates per seed block")
     ap.add_argument("--n", type=int, default=100)
     ap.add_argument("--p", type=int, default=300)
-    ap.add_argument("--repeats", type=int, default=5, help="timed Golub fits of each kind")
+    ap.add_argument("--repeats", type=int, default=5, help="timed Golub fits of each kind (0: no timing)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     print(f"planted data: n={args.n}, p={args.p}, 4 relevant genes with 0-5 near copies "
-          f"(r 0.8-0.99); {args.replicates} replicates per seed block")
-    print("| seed block | sets >= 0.95 | coverage | set ECE | gene ECE (no near copy) |")
-    print("|---|---|---|---|---|")
-    pooled = ([], [])
+          f"(r 0.8-0.99); {args.replicates} replicates per seed block; bootstrap s.e. over "
+          f"replicates")
+    print("| seed block | sets >= 0.95 | coverage | set ECE | gene ECE (no near copy) "
+          "| gene ECE if calibrated | gene PIP bias |")
+    print("|---|---|---|---|---|---|---|")
+    every = []
     for b in range(args.seeds):
         seeds = range(1000 * b, 1000 * b + args.replicates)
-        rows = replicates(seeds, n=args.n, p=args.p)
-        pooled[0].extend(rows[0])
-        pooled[1].extend(rows[1])
-        cov, e_set, e_gene, k = summary(rows)
-        print(f"| {b} | {k} | {cov:.3f} | {e_set:.3f} | {e_gene:.3f} |")
-    cov, e_set, e_gene, k = summary(pooled)
-    print(f"| all | {k} | {cov:.3f} | {e_set:.3f} | {e_gene:.3f} |")
+        reps = replicates(seeds, n=args.n, p=args.p)
+        every += reps
+        cov, e_set, e_gene, k = summary(reps)
+        se = bootstrap_se(reps, seed=b)
+        genes = pool(reps)[1]
+        print(f"| {b} | {k} | {cov:.3f} ± {se[0]:.3f} | {e_set:.3f} ± {se[1]:.3f} "
+              f"| {e_gene:.3f} ± {se[2]:.3f} | {calibrated_ece(genes, seed=b):.3f} "
+              f"| {bias(genes):+.3f} |")
+    cov, e_set, e_gene, k = summary(every)
+    se = bootstrap_se(every, seed=args.seeds)
+    sets, genes = pool(every)
+    print(f"| all | {k} | {cov:.3f} ± {se[0]:.3f} | {e_set:.3f} ± {se[1]:.3f} "
+          f"| {e_gene:.3f} ± {se[2]:.3f} | {calibrated_ece(genes, seed=args.seeds):.3f} "
+          f"| {bias(genes):+.3f} |")
+    for what, rows in (("set probability", sets), ("gene PIP (no near copy)", genes)):
+        print(f"\nreliability of the {what}, all blocks:")
+        print("| bin | count | mean probability | observed frequency |")
+        print("|---|---|---|---|")
+        for b, c, p, f in reliability(rows):
+            print(f"| {b / N_BINS:.1f}-{(b + 1) / N_BINS:.1f} | {c} | {p:.3f} | {f:.3f} |")
     print(f"(planted data: {time.perf_counter() - t0:.0f} s)")
+    if args.repeats == 0:
+        return
     times = golub_timing(args.repeats)
     print(f"Golub default fit: {times[False]:.2f} CPU s without certainty, {times[True]:.2f} CPU s "
           f"with it: ratio {times[True] / times[False]:.2f}")

@@ -49,19 +49,21 @@ FIT_COLUMNS = {
               "of the gene (after preprocessing); 0 outside the model. Positive: the gene pushes "
               "towards the class. A weight is conditional on the other genes: correlated genes "
               "share signal. Not the gene's mean expression.",
-    "weight_sd": "Posterior standard deviation of the weight in the chosen model, the other genes "
-                 "held in it. weight / weight_sd is the z column. It is not how sure the model is "
-                 "of the gene: see pip and the credible set.",
+    "weight_sd": "Posterior standard deviation of the weight in the one chosen model, the other "
+                 "genes held in it, at the prior precision alpha (often its floor, so the sd mostly "
+                 "restates that prior). weight / weight_sd is the z column. It is not how sure the "
+                 "model is of the gene: see pip and the credible set.",
     "alpha": "The prior precision the model gives the weight (inf outside the model).",
     "entered_step": "The first step of the path with the gene in the model.",
-    "log_bf": "Log Bayes factor of the model with the gene against the model without it, the "
-              "other genes held as chosen (a statement about redundancy, not relevance: see "
-              "pip). Above 0: the model needs the gene beside the others; "
-              "below 0: evidence against it. A gene whose signal another selected gene already "
-              "carries gets a value near 0, however relevant on its own.",
-    "p_sign": "Probability that the weight has the sign of the weight column, the other genes "
-              "held as chosen (outside the model: of z, the sign it would take).",
-    "z": "Posterior mean / sd of the weight: a signed 'how many sds from zero'.",
+    "log_bf_conditional": "Log Bayes factor of the model with the gene against the model "
+                          "without it, given the other selected genes (a statement about "
+                          "redundancy, not relevance: see pip). Above 0: the model needs the gene "
+                          "beside the others; below 0: evidence against it. A gene whose signal "
+                          "another selected gene already carries gets a value near 0, however "
+                          "relevant on its own.",
+    "z": "weight / weight_sd in the chosen model (outside it: the z the weight would have if the "
+         "gene entered with a flat prior). Like weight_sd, conditional on the other genes: not a "
+         "test of the gene.",
     "log_bf_marginal": "Log Bayes factor of the gene alone (beside the intercept) against the "
                        "intercept alone: how much the gene predicts on its own, whatever else "
                        "is in the model. It tracks how reproducibly a gene is selected.",

@@ -79,7 +79,7 @@ def test_binary_tables(binary):
     assert list(ranked.columns) == [
         "class", "rank", "gene", "description", "selected", "pip", "credible_set",
         "set_probability", "alternatives", "contribution", "std_weight",
-        "relevance", "weight", "weight_sd", "alpha", "entered_step", "log_bf", "p_sign", "z",
+        "relevance", "weight", "weight_sd", "alpha", "entered_step", "log_bf_conditional", "z",
         "log_bf_marginal", "cv_frequency", "t_stat",
         "log2_fc", "direction", "note",
     ]
@@ -105,21 +105,24 @@ def test_certainty_in_var_matches_the_estimator(binary, multi):
     _, adata = binary
     est = ardselect.get.ranked_genes_df(adata).set_index("gene")
     var = adata.var
-    for col in ("log_bf", "p_sign", "cv_frequency", "t_stat"):
+    for col in ("log_bf_conditional", "log_bf_marginal", "cv_frequency", "t_stat"):
         assert var[f"ardselect_{col}"].dtype == np.float64
         np.testing.assert_array_equal(var[f"ardselect_{col}"], est.loc[var.index, col])
     # The planted genes are certain (an inclusion probability above 0.9 at even prior odds) and
     # far apart in the data; the dropped constant gene has no evidence either way.
-    assert (var.loc[["G0", "G1"], "ardselect_log_bf"] > np.log(9)).all()
+    assert (var.loc[["G0", "G1"], "ardselect_log_bf_conditional"] > np.log(9)).all()
     assert (np.abs(var.loc[["G0", "G1"], "ardselect_t_stat"]) > 3).all()
-    assert np.isnan(var.loc["G5", "ardselect_log_bf"])
+    assert np.isnan(var.loc["G5", "ardselect_log_bf_conditional"])
+    assert "ardselect_log_bf" not in var
+    assert "ardselect_p_sign" not in var
     assert np.isnan(var.loc["G5", "ardselect_t_stat"])
     assert var["ardselect_cv_frequency"].isna().all()  # criterion "loo": no inner folds
     for k in range(3):
         block = ardselect.get.ranked_genes_df(multi, "markers", group=f"class{k}")
         block = block.set_index("gene").loc[multi.var_names]
         np.testing.assert_array_equal(multi.varm["markers_t_stat"][:, k], block["t_stat"])
-        np.testing.assert_array_equal(multi.varm["markers_log_bf"][:, k], block["log_bf"])
+        np.testing.assert_array_equal(multi.varm["markers_log_bf_conditional"][:, k],
+                                      block["log_bf_conditional"])
 
 
 def test_h5ad_round_trip(binary, tmp_path):

@@ -136,7 +136,7 @@ def test_permuting_genes_permutes_the_ranking():
     rb = b.ranked_features().set_index("feature")
     sel = ra.index[ra["selected"]]
     assert set(sel) == set(rb.index[rb["selected"]])
-    np.testing.assert_allclose(ra.loc[sel, "mean"], rb.loc[sel, "mean"], rtol=1e-6)
+    np.testing.assert_allclose(ra.loc[sel, "weight"], rb.loc[sel, "weight"], rtol=1e-6)
 
 
 def test_swapping_the_labels_flips_the_weights_and_keeps_the_ranking():
@@ -247,7 +247,8 @@ def test_ranked_features_table():
     r = clf.ranked_features()
     assert list(r.columns) == ["class", "rank", "feature", "selected", "pip", "credible_set",
                                "set_probability", "alternatives", "contribution",
-                               "std_weight", "relevance", "mean", "sd", "alpha", "entered_step", "log_bf", "p_sign", "z",
+                               "std_weight", "relevance", "weight", "weight_sd", "alpha",
+                               "entered_step", "log_bf_conditional", "z",
                                "log_bf_marginal", "cv_frequency", "t_stat"]
     assert r["rank"].tolist() == list(range(1, 31))
     n_sel = int(clf.get_support().sum())

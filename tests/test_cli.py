@@ -137,8 +137,8 @@ def test_fit_outputs(fitted):
     assert list(genes.columns) == [
         "rank", "gene", "description", "selected", "pip", "credible_set", "set_probability",
         "alternatives", "contribution", "std_weight", "relevance",
-        "weight", "weight_sd", "alpha", "entered_step", "log_bf", "p_sign", "z", "log_bf_marginal",
-        "cv_frequency", "t_stat",
+        "weight", "weight_sd", "alpha", "entered_step", "log_bf_conditional", "z",
+        "log_bf_marginal", "cv_frequency", "t_stat",
         "log2_fc", "direction", "note",
     ]
     assert len(genes) == 20

@@ -54,8 +54,8 @@ def _assert_same_fit(got, ref, X):
     np.testing.assert_allclose(got.predict_proba(X), ref.predict_proba(X), rtol=0, atol=1e-11)
     ra, rb = ref.ranked_features(), got.ranked_features()
     np.testing.assert_array_equal(ra["feature"].to_numpy(), rb["feature"].to_numpy())
-    np.testing.assert_allclose(rb["log_bf"].to_numpy(), ra["log_bf"].to_numpy(), rtol=1e-8,
-                               atol=1e-8)
+    np.testing.assert_allclose(rb["log_bf_conditional"].to_numpy(),
+                               ra["log_bf_conditional"].to_numpy(), rtol=1e-8, atol=1e-8)
     if hasattr(ref, "cv_results_"):
         np.testing.assert_array_equal(got.cv_results_["chosen"], ref.cv_results_["chosen"])
 

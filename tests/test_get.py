@@ -125,15 +125,16 @@ def test_gene_set_directions_agree_with_the_class_means_on_real_data():
 
 
 def test_ranked_genes_df_names_the_weight_and_reads_older_records(ranked_adata):
-    from ardselect._anndata import GENE_TABLE_RENAMES
+    from ardselect._anndata import ARD_GENE_TABLE_RENAMES
 
     table = ardselect.get.ranked_genes_df(ranked_adata, "res")
-    assert {"weight", "weight_sd"} <= set(table.columns)
-    assert not {"mean", "sd"} & set(table.columns)
-    # A record written before the renames holds "mean" and "sd": read under the new names.
+    assert {"weight", "weight_sd", "log_bf_conditional"} <= set(table.columns)
+    assert not {"mean", "sd", "log_bf", "p_sign"} & set(table.columns)
+    # A record written before the renames holds "mean", "sd" and "log_bf": read under the
+    # current names.
     old = ranked_adata.copy()
     record = dict(old.uns["res"]["ranked"])
-    back = {new: old_name for old_name, new in GENE_TABLE_RENAMES.items()}
+    back = {new: old_name for old_name, new in ARD_GENE_TABLE_RENAMES.items()}
     record["columns"] = np.array([back.get(c, c) for c in record["columns"]], dtype=object)
     for new, old_name in back.items():
         record[old_name] = record.pop(new)

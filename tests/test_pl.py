@@ -97,8 +97,8 @@ def test_weights_labels_whole_words_inside_the_figure_and_titles_apart():
         "gene": [f"M{k}_at" for k in range(12)],
         "description": ["Hypothetical human serine-threonine protein kinase R31240_1 gene"] * 12,
         "selected": True,
-        "mean": np.linspace(-2, 2, 12),
-        "sd": 0.3,
+        "weight": np.linspace(-2, 2, 12),
+        "weight_sd": 0.3,
     })
     fig = pl.weights(ranked, title="a figure title")
     renderer = _boxes(fig)
@@ -126,7 +126,7 @@ def test_weights_and_calibration_plots_are_written(tmp_path, expression):
     # Bars are the log Bayes factors of the best-ranked genes, selected ones first, per class.
     first = ranked[ranked["class"] == ranked["class"].iloc[0]].head(8)
     bars = sorted(p.get_width() for p in fig.axes[0].patches)
-    np.testing.assert_allclose(bars, sorted(first["log_bf"]))
+    np.testing.assert_allclose(bars, sorted(first["log_bf_conditional"]))
     pred = pd.DataFrame({"criterion": "loo", "n_classes": 3,
                          "confidence": clf.predict_proba(X).max(axis=1),
                          "correct": clf.predict(X) == df["label"].to_numpy()})
@@ -194,8 +194,8 @@ def test_certainty_labels_the_sign_of_genes_outside_the_model_by_their_direction
                           "z": [3.0, -2.0, -1.2, 0.7, np.nan],
                           "t_stat": [4.0, -3.0, -2.0, 1.0, -0.5]})
     assert _sign_labels(table).tolist() == ["w>0", "w<0", "w<0", "w>0", "w<0"]
-    # An estimator's own table names the weight "mean".
-    assert _sign_labels(table.rename(columns={"weight": "mean"})).tolist()[2] == "w<0"
+    # A table without weights has no sign labels.
+    assert _sign_labels(table.drop(columns="weight")).tolist() == [""] * 5
 
 
 def test_inclusion_draws_each_set_with_its_probability():

@@ -114,7 +114,8 @@ def test_fit_report_is_one_self_contained_page(tables, tmp_path, name):
     # The signature table: sortable, with the certainty columns, each explained beside it.
     assert any(t.get("class") == "sortable" for t in page.tables)
     signature = page.headers[0]
-    for column in ("rank", "gene", "log_bf", "p_sign", "cv_frequency", "direction"):
+    for column in ("rank", "gene", "pip", "credible_set", "set_probability", "alternatives",
+                   "log_bf_conditional", "cv_frequency", "direction"):
         assert column in signature
         assert f"<dt>{column}</dt>" in text
     assert ("class" in signature) == (name == "multi.csv")

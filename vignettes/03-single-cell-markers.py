@@ -90,17 +90,18 @@ print("dotplot:", OUT / "markers_dotplot.png")
 # %% [markdown]
 # ## 3. How sure is the model of each gene?
 #
-# From the same fit, for every gene: the log Bayes factor of the gene in the type's model against
-# out of it (`log_bf`, the other genes held as chosen), the probability that the weight has the
-# sign shown (`p_sign`), the one-gene `log_bf_marginal` (how much the gene predicts on its own)
+# From the same fit, for every gene: its posterior inclusion probability `pip` and credible set
+# (`set_probability`: how probable it is that the model holds one of the set's genes), the log
+# Bayes factor of the gene in the type's model against out of it given the other selected genes
+# (`log_bf_conditional`), the one-gene `log_bf_marginal` (how much the gene predicts on its own)
 # and `cv_frequency`, the share of the inner cross-validation's fold models of the chosen size
-# that hold the gene (how reproducible its selection is). Read `log_bf` as "does the model need
-# this gene beside the others": a gene with a large marginal but a small conditional Bayes factor
-# carries a signal that other genes in the panel already carry.
+# that hold the gene (how reproducible its selection is). Read `log_bf_conditional` as "does the
+# model need this gene beside the others": a gene with a large marginal but a small conditional
+# Bayes factor carries a signal that other genes in the panel already carry.
 
 # %%
-cols = ["class", "gene", "direction", "weight", "weight_sd", "log_bf", "p_sign", "log_bf_marginal",
-        "cv_frequency"]
+cols = ["class", "gene", "direction", "pip", "set_probability", "weight", "log_bf_conditional",
+        "log_bf_marginal", "cv_frequency"]
 print(ranked[ranked["selected"]].groupby("class", sort=False).head(4)[cols]
       .to_string(index=False, float_format=lambda v: f"{v:.3g}"))
 fig = ardselect.pl.certainty(ranked, top=12, title="pbmc68k_reduced: certainty of each gene")
