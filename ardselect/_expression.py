@@ -24,6 +24,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ._input_rules import (
+    check_layer,
+    check_layer_and_raw,
+    check_var_in_raw,
+    refusal,
+    require_obs,
+)
 from .exceptions import DataError, FileFormatError, LabelError
 
 __all__ = [
@@ -32,16 +39,7 @@ __all__ = [
     "ScaledXWarning",
     "expression",
     "find_symbols",
-    "require_obs",
 ]
-
-
-def _refusal(kind: type, rule: str, msg: str, **details) -> Exception:
-    """``kind(msg)`` carrying its rule's name (``.rule``) and the values it names (``.details``)."""
-    exc = kind(msg)
-    exc.rule = rule
-    exc.details = details
-    return exc
 
 
 class ScaledXWarning(UserWarning):
@@ -125,49 +123,25 @@ def expression(adata, *, layer: str | None = None, use_raw: bool = False) -> Exp
     >>> list(expression(adata).var_names), list(expression(adata, use_raw=True).var_names)
     (['b', 'd'], ['a', 'b', 'c', 'd'])
     """
-    _check_layer_and_raw(layer, use_raw)
+    check_layer_and_raw(layer, use_raw)
     if use_raw:
         raw = adata.raw
         if raw is None:
             msg = "use_raw=True but adata.raw is empty"
-            raise _refusal(DataError, "no_raw", msg)
-        _check_var_in_raw(adata.var_names, raw.var_names)
+            raise refusal(DataError, "no_raw", msg)
+        check_var_in_raw(adata.var_names, raw.var_names)
         var = raw.var.copy()
         for col in adata.var.columns:
             if col not in var.columns:
                 var[col] = adata.var[col].reindex(var.index)
         return Expression(raw.X, raw.var_names, var, use_raw=True)
     if layer is not None:
-        _check_layer(layer, list(adata.layers.keys()))
+        check_layer(layer, list(adata.layers.keys()))
         return Expression(adata.layers[layer], adata.var_names, adata.var, layer=layer)
     if adata.X is None:
         msg = "the AnnData object has no expression matrix X"
-        raise _refusal(DataError, "no_x", msg)
+        raise refusal(DataError, "no_x", msg)
     return Expression(adata.X, adata.var_names, adata.var)
-
-
-def _check_layer_and_raw(layer, use_raw) -> None:
-    if layer is not None and use_raw:
-        msg = "give either layer or use_raw, not both"
-        raise _refusal(ValueError, "layer_and_raw", msg)
-
-
-def _check_layer(layer: str, names, where: str = "") -> None:
-    """``layer`` must be one of the layer ``names`` (of ``where``, a file name, when given)."""
-    if layer not in names:
-        avail = ", ".join(map(str, names)) or "none"
-        msg = f"layer {layer!r} not found{f' in {where}' if where else ''}; available layers: {avail}"
-        raise _refusal(DataError, "layer", msg, layer=layer, available=[str(n) for n in names])
-
-
-def _check_var_in_raw(var_names, raw_names) -> None:
-    """Every gene of ``var`` must be in ``raw``: ``raw`` keeps the genes ``var`` was cut from."""
-    missing = var_names[~var_names.isin(raw_names)]
-    if len(missing):
-        shown = ", ".join(map(repr, missing[:5].astype(str))) + (", ..." if len(missing) > 5 else "")
-        msg = (f"use_raw: {len(missing)} gene(s) of adata.var are not in adata.raw ({shown}); "
-               "raw must hold every gene of var (its genes before selection)")
-        raise _refusal(DataError, "raw_genes", msg, genes=[str(g) for g in missing])
 
 
 @dataclass(frozen=True, eq=False)
@@ -317,14 +291,14 @@ class ExpressionData:
         fmt = detect_format(path)
         if (layer is not None or use_raw) and fmt not in ("h5ad", "zarr"):
             msg = f"layer and use_raw apply to .h5ad and .zarr input, not {fmt}"
-            raise _refusal(FileFormatError, "anndata_only", msg, format=fmt)
-        _check_layer_and_raw(layer, use_raw)
+            raise refusal(FileFormatError, "anndata_only", msg, format=fmt)
+        check_layer_and_raw(layer, use_raw)
         if lazy and use_raw:
             msg = "raw cannot be read lazily; give the matrix as X or a layer"
-            raise _refusal(ValueError, "lazy_raw", msg)
+            raise refusal(ValueError, "lazy_raw", msg)
         names = store_layers(path) if fmt in ("h5ad", "zarr") else None
         if layer is not None and names is not None:
-            _check_layer(layer, names, path.name)
+            check_layer(layer, names, path.name)
         return names
 
     @classmethod
@@ -420,7 +394,7 @@ class ExpressionData:
         covariates = (covariates,) if isinstance(covariates, str) else tuple(covariates or ())
         if label_key is not None and label_key in covariates:
             msg = f"the label key {label_key!r} cannot also be a covariate"
-            raise _refusal(ValueError, "label_is_covariate", msg, key=label_key)
+            raise refusal(ValueError, "label_is_covariate", msg, key=label_key)
         for name in covariates:
             require_obs(adata, name, "covariate")
         labels = None if label_key is None else cls.labels_of(adata, label_key)
@@ -475,7 +449,7 @@ class ExpressionData:
         if (gene_columns is not None or drop) and fmt not in ("csv", "tsv"):
             msg = (f"choosing gene columns (--gene-columns, --drop) applies to CSV/TSV tables, not "
                    f"{fmt}; subset the genes of {path.name} instead")
-            raise _refusal(FileFormatError, "table_only", msg, format=fmt)
+            raise refusal(FileFormatError, "table_only", msg, format=fmt)
         ExpressionData.check_source(path, layer=layer, use_raw=use_raw, lazy=lazy)
         adata = _read_data(path, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels,
                            layer=layer, gene_columns=gene_columns, drop=drop or (),
@@ -493,7 +467,7 @@ class ExpressionData:
             shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
             msg = (f"{len(missing)} sample(s) have no label in {label_key!r} ({shown}); give "
                    "them one or drop them from the data")
-            raise _refusal(LabelError, "missing_labels", msg, key=label_key,
+            raise refusal(LabelError, "missing_labels", msg, key=label_key,
                            samples=[str(m) for m in missing])
         return values
 
@@ -543,15 +517,6 @@ def _covariates_to_obs(adata, names):
     return out
 
 
-def require_obs(adata, key: str, what: str) -> None:
-    """``key`` must be an ``obs`` column (rule ``"obs_column"``; ``what`` names its role)."""
-    if key not in adata.obs.columns:
-        names = [str(c) for c in adata.obs.columns]
-        avail = ", ".join(names) or "none"
-        msg = f"{what} {key!r} is not an obs column; available: {avail}"
-        raise _refusal(LabelError, "obs_column", msg, role=what, key=key, available=names)
-
-
 #: var columns searched, in order, for gene symbols or descriptions when ``symbol_key`` is not given.
 SYMBOL_KEYS = (
     "symbol",
@@ -575,7 +540,7 @@ def find_symbols(var: pd.DataFrame, symbol_key: str | None) -> str | None:
         if symbol_key not in var.columns:
             avail = ", ".join(map(str, var.columns)) or "none"
             msg = f"symbol_key {symbol_key!r} is not a var column; var columns: {avail}"
-            raise _refusal(DataError, "symbol_key", msg, key=symbol_key)
+            raise refusal(DataError, "symbol_key", msg, key=symbol_key)
         return symbol_key
     for key in SYMBOL_KEYS:
         if key in var.columns and not pd.api.types.is_numeric_dtype(var[key]):

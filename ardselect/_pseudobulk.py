@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ._expression import expression, require_obs
+from ._expression import expression
+from ._input_rules import require_obs
 from .exceptions import DataError, LabelError
 
 __all__ = ["count_source", "pseudobulk"]

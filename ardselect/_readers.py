@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ._expression import _check_layer
 from ._files import _HDF5_SIGNATURE, detect_format, require_file
+from ._input_rules import check_layer
 from ._validation import check_class_labels, check_clean_names, check_unique_names
 from .exceptions import DataError, FileFormatError, LabelError
 
@@ -407,7 +407,7 @@ def _read_lazy(path, *, layer: str | None = None, chunk_rows: int = LAZY_CHUNK_R
         raise FileFormatError(msg)
     layers = root.get("layers", {})
     if layer is not None:
-        _check_layer(layer, list(layers.keys()), path.name)
+        check_layer(layer, list(layers.keys()), path.name)
     chunks = (int(chunk_rows), -1)
     X = read_elem_lazy(root["X"], chunks=chunks) if "X" in root else None
     obs, var = ad.io.read_elem(root["obs"]), ad.io.read_elem(root["var"])
@@ -481,7 +481,7 @@ def _as_numbers(adata, path: Path):
 def _use_layer(adata, layer, path: Path, *, layer_as_x: bool = True):
     """``adata`` with ``layer`` (which must exist) as ``X``, or as it is with ``layer_as_x=False``."""
     if layer is not None:
-        _check_layer(layer, list(adata.layers.keys()), path.name)
+        check_layer(layer, list(adata.layers.keys()), path.name)
         if layer_as_x:
             adata.layers["X"] = adata.X
             adata.X = adata.layers[layer]
