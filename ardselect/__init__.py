@@ -26,7 +26,7 @@ _LAZY = {
     "ARDClassifier": "._classifier",
     "ConstantFeatureWarning": "._base",
     "DataScaleWarning": ".model",
-    "ScaledXWarning": "._anndata",
+    "ScaledXWarning": "._expression",
     "CRITERIA": "._criteria",
     "PATH_CRITERIA": "._criteria",
     "RVMRegressor": "._rvm",

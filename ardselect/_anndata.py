@@ -23,7 +23,7 @@ from ._anndata_results import (
     _with_directions,
     _write_results,
 )
-from ._design import as_design, is_matrix
+from ._design import as_design
 from ._expression import ExpressionData
 from ._neighbourhood import set_memberships
 from ._validation import (
@@ -223,12 +223,7 @@ def _rank_core(
         raise DataError(msg)
     if sample_names is None:
         sample_names = [f"row {i}" for i in range(labels.shape[0])]
-    if labels.isna().any():
-        missing = [str(sample_names[i]) for i in np.flatnonzero(labels.isna().to_numpy())]
-        shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
-        msg = (f"{len(missing)} sample(s) have no label ({shown}); give them one or drop them "
-               "from the data before ranking")
-        raise LabelError(msg)
+    # (the labels are complete: ExpressionData refuses samples without one)
     check_class_labels(labels)
     labels = labels.astype(str).to_numpy()
     gene_names = np.asarray([str(g) for g in gene_names], dtype=object)
@@ -742,10 +737,7 @@ def rank_genes(
 
         encoder = CovariateEncoder(list(data.covariates))
         covariate_values = encoder.fit_transform(data.obs)
-    if use_raw:
-        _check_var_in_raw(adata.var_names, data.var_names)
-    if layer is None and not use_raw:
-        _notice_scaled_x(adata, data.X)
+    data.notice_scaled_x()
 
     result = _rank_core(
         data.X,
@@ -761,8 +753,7 @@ def rank_genes(
         standardize=standardize,
         max_steps=max_steps,
         estimator_params=estimator_params,
-        model_extra={"label_key": groupby, "input": {"layer": layer, "use_raw": bool(use_raw)},
-                     **data.pseudobulk},
+        model_extra={"label_key": groupby, "input": data.input_space, **data.pseudobulk},
         sample_names=data.obs_names,
         log1p_base=data.log1p_base,
         groups=data.groups,
@@ -776,39 +767,3 @@ def rank_genes(
         adata.uns[key_added].update(record)
         adata.uns[key_added]["params"].update(_SCANPY_PARAMS)
     return adata if copy else None
-
-
-def _check_var_in_raw(var_names, raw_names):
-    """Every gene of ``var`` must be in ``raw``: its ``var`` columns are looked up there by name."""
-    missing = var_names[~var_names.isin(raw_names)]
-    if len(missing):
-        shown = ", ".join(map(repr, missing[:5].astype(str))) + (", ..." if len(missing) > 5 else "")
-        msg = (f"use_raw: {len(missing)} gene(s) of adata.var are not in adata.raw ({shown}); "
-               "each gene of var takes its results from raw by name")
-        raise DataError(msg)
-
-
-class ScaledXWarning(UserWarning):
-    """``X`` holds scaled values while ``adata.raw`` holds unscaled ones of its genes."""
-
-
-def _notice_scaled_x(adata, X):
-    """Warn when ``X`` looks scaled (negative values) and ``raw`` holds its genes unscaled.
-
-    That is scanpy's usual layout after ``sc.pp.scale`` (``raw`` often keeps more genes than
-    ``X``); its ``rank_genes_groups`` then reads ``raw`` by default. In-memory matrices only (a
-    lazy store would need a pass to tell).
-    """
-    raw = adata.raw
-    if raw is None or not adata.var_names.isin(raw.var_names).all():
-        return
-    in_memory = [is_matrix(M) for M in (X, raw.X)]
-    if not all(in_memory) or 0 in X.shape or not X.min() < 0 or raw.X.min() < 0:
-        return
-    warnings.warn(
-        "X holds scaled values (some negative) and adata.raw unscaled values of its genes; "
-        "fitting X as given. scanpy's rank_genes_groups reads raw by default: pass "
-        "use_raw=True (ardselect fit --use-raw) to fit raw instead.", ScaledXWarning,
-        stacklevel=3)
-
-

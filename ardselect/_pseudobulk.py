@@ -15,6 +15,8 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ._design import as_design, dense, is_matrix
+from ._expression import expression
+from ._input_rules import require_obs
 from .exceptions import DataError, LabelError
 
 __all__ = ["count_source", "pseudobulk"]
@@ -40,20 +42,9 @@ def count_source(adata, *, layer: str | None = None, use_raw: bool | None = None
     the first of ``raw.X``, the layers (``"counts"`` first, then in name order) and ``X`` that
     holds non-negative integers. None holding counts raises :class:`DataError`.
     """
-    if layer is not None and use_raw:
-        msg = "give either layer or use_raw, not both"
-        raise ValueError(msg)
-    if layer is not None:
-        if layer not in adata.layers:
-            avail = ", ".join(map(str, adata.layers.keys())) or "none"
-            msg = f"layer {layer!r} not found; available layers: {avail}"
-            raise DataError(msg)
-        candidates = [(f"layer {layer!r}", adata.layers[layer], adata.var_names)]
-    elif use_raw:
-        if adata.raw is None:
-            msg = "use_raw=True but adata.raw is empty"
-            raise DataError(msg)
-        candidates = [("raw.X", adata.raw.X, adata.raw.var_names)]
+    if layer is not None or use_raw:
+        source = expression(adata, layer=layer, use_raw=bool(use_raw))  # the input door's rules
+        candidates = [(source.source, source.X, source.var_names)]
     else:
         candidates = []
         if adata.raw is not None:
@@ -119,10 +110,8 @@ def pseudobulk(adata, groupby: str | None, donor_key: str, *, layer: str | None 
     import anndata as ad
 
     for key, what in ((groupby, "label key"), (donor_key, "donor key")):
-        if key is not None and key not in adata.obs.columns:
-            avail = ", ".join(map(str, adata.obs.columns)) or "none"
-            msg = f"{what} {key!r} is not an obs column; available: {avail}"
-            raise LabelError(msg)
+        if key is not None:
+            require_obs(adata, key, what)
     if groupby == donor_key:
         msg = "the donor key must differ from the label key"
         raise ValueError(msg)

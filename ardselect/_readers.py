@@ -21,6 +21,7 @@ import pandas as pd
 
 from ._design import as_design, dense
 from ._files import _HDF5_SIGNATURE, detect_format, require_file
+from ._input_rules import check_layer
 from ._validation import check_class_labels, check_clean_names, check_unique_names
 from .exceptions import DataError, FileFormatError, LabelError
 
@@ -281,6 +282,18 @@ def read_data(
         Duplicated gene or sample names, no numeric data, an unknown column in ``drop`` or
         ``gene_columns``, or a gene column that encodes the label.
     """
+    return _read_data(path, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels,
+                      layer=layer, gene_columns=gene_columns, drop=drop,
+                      check_columns=check_columns, lazy=lazy, layer_as_x=True)
+
+
+def _read_data(path, *, genes_in_rows, label_key, labels, layer, gene_columns, drop,
+               check_columns, lazy, layer_as_x):
+    """:func:`read_data`, the layer as ``X`` or, with ``layer_as_x=False``, left a layer.
+
+    Left a layer, it is only checked (and opened, when lazy): :class:`~ardselect.io.ExpressionData`
+    reads it from there.
+    """
     path = require_file(path)
     fmt = detect_format(path)
     if (gene_columns is not None or drop) and fmt not in ("csv", "tsv"):
@@ -296,11 +309,11 @@ def read_data(
                    "as obs")
             raise FileFormatError(msg)
         if lazy:
-            adata = read_lazy(path, layer=layer)
+            adata = _read_lazy(path, layer=layer, layer_as_x=layer_as_x)
         elif fmt == "zarr":
-            adata = _read_zarr(path, layer=layer)
+            adata = _read_zarr(path, layer=layer, layer_as_x=layer_as_x)
         else:
-            adata = read_h5ad(path, layer=layer)
+            adata = _read_h5ad(path, layer=layer, layer_as_x=layer_as_x)
     else:
         if layer is not None:
             msg = f"a layer ({layer!r}) can only be chosen for .h5ad input, not {fmt}"
@@ -370,6 +383,12 @@ def read_lazy(path, *, layer: str | None = None, chunk_rows: int = LAZY_CHUNK_RO
     DataError
         ``layer`` is not in the store.
     """
+    return _read_lazy(path, layer=layer, chunk_rows=chunk_rows, layer_as_x=True)
+
+
+def _read_lazy(path, *, layer: str | None = None, chunk_rows: int = LAZY_CHUNK_ROWS,
+               layer_as_x: bool = True):
+    """:func:`read_lazy`; with ``layer_as_x=False`` ``X`` stays ``X`` and the layer a layer."""
     import anndata as ad
 
     try:
@@ -386,10 +405,8 @@ def read_lazy(path, *, layer: str | None = None, chunk_rows: int = LAZY_CHUNK_RO
         msg = f"{path.name} is not an AnnData store: it has no {what}"
         raise FileFormatError(msg)
     layers = root.get("layers", {})
-    if layer is not None and layer not in layers:
-        avail = ", ".join(map(str, layers.keys())) or "none"
-        msg = f"layer {layer!r} not found in {path.name}; available layers: {avail}"
-        raise DataError(msg)
+    if layer is not None:
+        check_layer(layer, list(layers.keys()), path.name)
     chunks = (int(chunk_rows), -1)
     X = read_elem_lazy(root["X"], chunks=chunks) if "X" in root else None
     obs, var = ad.io.read_elem(root["obs"]), ad.io.read_elem(root["var"])
@@ -398,20 +415,21 @@ def read_lazy(path, *, layer: str | None = None, chunk_rows: int = LAZY_CHUNK_RO
         uns["log1p"] = ad.io.read_elem(root["uns"]["log1p"])
     adata = ad.AnnData(obs=obs, var=var, uns=uns)
     if layer is not None:
-        if X is not None:
-            adata.layers["X"] = X
-        X = read_elem_lazy(layers[layer], chunks=chunks)
-        adata.layers[layer] = X
+        adata.layers[layer] = read_elem_lazy(layers[layer], chunks=chunks)
+        if layer_as_x:
+            if X is not None:
+                adata.layers["X"] = X
+            X = adata.layers[layer]
     adata.X = X
     return adata
 
 
-def _read_zarr(path: Path, *, layer: str | None = None):
+def _read_zarr(path: Path, *, layer: str | None = None, layer_as_x: bool = True):
     """Read a ``.zarr`` AnnData store into memory (``layer`` replaces ``X``, as for h5ad)."""
     import anndata as ad
 
     adata = _as_numbers(_read_with(ad.read_zarr, path, "an AnnData zarr store"), path)
-    return _use_layer(adata, layer, path)
+    return _use_layer(adata, layer, path, layer_as_x=layer_as_x)
 
 
 def _read_with(reader, path: Path, what: str):
@@ -459,15 +477,34 @@ def _as_numbers(adata, path: Path):
     return adata
 
 
-def _use_layer(adata, layer, path: Path):
+def _use_layer(adata, layer, path: Path, *, layer_as_x: bool = True):
+    """``adata`` with ``layer`` (which must exist) as ``X``, or as it is with ``layer_as_x=False``."""
     if layer is not None:
-        if layer not in adata.layers:
-            avail = ", ".join(map(str, adata.layers.keys())) or "none"
-            msg = f"layer {layer!r} not found in {path.name}; available layers: {avail}"
-            raise DataError(msg)
-        adata.layers["X"] = adata.X
-        adata.X = adata.layers[layer]
+        check_layer(layer, list(adata.layers.keys()), path.name)
+        if layer_as_x:
+            adata.layers["X"] = adata.X
+            adata.X = adata.layers[layer]
     return adata
+
+
+def store_layers(path) -> list[str] | None:
+    """The layer names of a ``.h5ad`` file or ``.zarr`` store, read from its index alone.
+
+    None when the store cannot be opened (its reader then says why).
+    """
+    path = Path(path)
+    try:
+        if detect_format(path) == "zarr":
+            import zarr
+
+            root = zarr.open(str(path), mode="r")
+            return [str(k) for k in root["layers"].keys()] if "layers" in root else []  # noqa: SIM118
+        import h5py
+
+        with h5py.File(path, "r") as root:
+            return [str(k) for k in root["layers"]] if "layers" in root else []
+    except Exception:  # noqa: BLE001  (any broken store: the reader reports it)
+        return None
 
 
 def read_h5ad(path, *, layer: str | None = None):
@@ -475,12 +512,16 @@ def read_h5ad(path, *, layer: str | None = None):
 
     With ``layer``, the layer replaces ``X`` (the original ``X`` is kept as layer ``"X"``).
     """
+    return _read_h5ad(path, layer=layer, layer_as_x=True)
+
+
+def _read_h5ad(path, *, layer: str | None = None, layer_as_x: bool = True):
     import anndata as ad
 
     path = require_file(path)
     _check_hdf5(path)
     adata = _as_numbers(_read_with(ad.read_h5ad, path, "h5ad (corrupted or truncated?)"), path)
-    return _use_layer(adata, layer, path)
+    return _use_layer(adata, layer, path, layer_as_x=layer_as_x)
 
 
 def _read_csv(path: Path, **kwargs) -> pd.DataFrame:

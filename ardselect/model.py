@@ -41,7 +41,7 @@ from ._spikeslab_model import (
 from ._validation import check_finite_named, check_unique_names
 from ._version import __version__
 from .exceptions import DataError, FileFormatError, ModelError
-from .io import atomic_write, expression, require_file
+from .io import ExpressionData, atomic_write, require_file
 from .preprocessing import Preprocessor
 
 __all__ = ["MODEL_FORMAT", "MODEL_FORMAT_VERSION", "CovariateEncoder", "DataScaleWarning",
@@ -629,21 +629,28 @@ class PortableModel:
         return {"layer": space.get("layer"), "use_raw": bool(space.get("use_raw", False))}
 
     def _input_matrix(self, adata):
-        """``(gene names, matrix)`` of ``adata`` in the model's input space, or a clear refusal."""
+        """``(gene names, matrix)`` of ``adata`` in the model's input space, or a clear refusal.
+
+        Read through :class:`~ardselect.io.ExpressionData`, under the rules every fit reads by.
+        """
         space = self.input_space
         try:
-            source = expression(adata, layer=space["layer"], use_raw=space["use_raw"])
-        except DataError:
-            if space["use_raw"]:
+            data = ExpressionData.from_anndata(adata, None, layer=space["layer"],
+                                               use_raw=space["use_raw"])
+        except DataError as exc:
+            rule = getattr(exc, "rule", None)
+            if rule == "no_raw":
                 msg = ("the model was fitted on raw.X (use_raw) but the data have no raw; give "
                        "the same kind of values the model was fitted on")
-            elif space["layer"] is not None:
+            elif rule == "layer":
                 msg = (f"the model was fitted on layer {space['layer']!r}, which the data lack "
                        f"(layers: {', '.join(adata.layers.keys()) or 'none'})")
-            else:
+            elif rule == "no_x":
                 msg = "the data have no expression matrix X to apply the model to"
+            else:
+                raise
             raise ModelError(msg) from None
-        return source.var_names, source.X
+        return data.var_names, data.X
 
     def _columns(self, data, feature_names=None) -> np.ndarray:
         """The model's genes from ``data`` (AnnData, DataFrame, or array + names), as a dense array.

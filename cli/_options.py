@@ -7,6 +7,7 @@ The library's choice tuples live in modules that import pandas and scikit-learn;
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -278,65 +279,110 @@ def _column_list(values) -> list[str] | None:
     return out
 
 
-def read_input(data, *, genes_in_rows, label_key, labels, layer=None, gene_columns=None,
-               drop=None, check_columns=True, lazy=False):
-    import ardselect
-
+def _file_options(data, labels, gene_columns, drop):
+    """The file checks of ``read_input``: inputs readable, ``--gene-columns`` / ``--drop`` parsed."""
     check_input(data)
     if labels is not None:
         check_input(labels)
     gene_columns, drop = _column_list(gene_columns), _column_list(drop) or []
-    if (gene_columns is not None or drop) and ardselect.io.detect_format(data) not in ("csv", "tsv"):
-        msg = "--gene-columns and --drop apply to CSV/TSV tables only"
-        raise UsageError(msg)
     if gene_columns is not None and not gene_columns:
         msg = "--gene-columns names no column"
         raise UsageError(msg)
-    return ardselect.io.read_data(
-        data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels, layer=layer,
-        gene_columns=gene_columns, drop=drop, check_columns=check_columns, lazy=lazy,
-    )
+    return gene_columns, drop
 
 
-def check_source_options(data: Path, layer, use_raw: bool) -> None:
-    """``--layer`` and ``--use-raw`` only make sense for AnnData input, and exclude each other."""
+def read_input(data, *, genes_in_rows, label_key, labels, layer=None, use_raw=False,
+               gene_columns=None, drop=None, groups=None, covariates=None, symbol_key=None,
+               lazy=False):
+    """The labelled data of ``data``, read through the library's input door.
+
+    ``ardselect.io.ExpressionData.read`` decides every input rule; its refusals are said in the
+    command line's terms (:func:`input_errors`).
+    """
     import ardselect
 
-    if (layer is not None or use_raw) and ardselect.io.detect_format(data) not in ("h5ad", "zarr"):
-        msg = "--layer and --use-raw apply to .h5ad and .zarr input only"
-        raise UsageError(msg)
-    if layer is not None and use_raw:
-        msg = "give --layer or --use-raw, not both"
-        raise UsageError(msg)
+    gene_columns, drop = _file_options(data, labels, gene_columns, drop)
+    with input_errors(data):
+        return ardselect.io.ExpressionData.read(
+            data, label_key, labels=labels, layer=layer, use_raw=use_raw,
+            genes_in_rows=genes_in_rows, gene_columns=gene_columns, drop=drop, groups=groups,
+            symbol_key=symbol_key, covariates=covariates, lazy=lazy)
 
 
-def check_layer(data: Path, layer: str | None) -> None:
-    """``--layer`` must name a layer of the .h5ad or .zarr store (usage error, exit 2).
+def read_unlabelled(data, *, genes_in_rows, label_key, labels, layer=None, covariates=None,
+                    lazy=False):
+    """``data`` as an AnnData for a saved model: read as ``read_input`` reads, no rule on labels.
+
+    The model takes its own genes by name (no gene column is set aside) and its own layer.
+    """
+    import ardselect
+
+    _file_options(data, labels, None, None)
+    with input_errors(data):
+        return ardselect.io.ExpressionData.read_anndata(
+            data, label_key=label_key, labels=labels, layer=layer, genes_in_rows=genes_in_rows,
+            covariates=covariates, check_columns=False, lazy=lazy)
+
+
+def check_source(data: Path, layer, use_raw: bool = False, *, lazy: bool = False):
+    """``--layer`` and ``--use-raw`` against the file, before any work (the library's rule).
 
     The layer names are read from the store's index alone; a store that cannot be opened is left
     to the reader, which says why.
     """
-    if layer is None:
-        return
+    import ardselect
+
+    with input_errors(data):
+        return ardselect.io.ExpressionData.check_source(data, layer=layer, use_raw=use_raw,
+                                                        lazy=lazy)
+
+
+@contextmanager
+def input_errors(data: Path):
+    """The input door's refusals in the command line's terms: the one place they are translated.
+
+    The library names the rule a refusal applies (``exc.rule``, ``exc.details``); the options
+    and the file are named here. Usage errors (an option naming what the file lacks, options
+    that exclude each other) exit with 2; the rest keep the library's exit code 1.
+    """
     import ardselect
 
     try:
-        if ardselect.io.detect_format(data) == "zarr":
-            import zarr
+        yield
+    except (ardselect.ArdselectError, ValueError) as exc:
+        rule, details = getattr(exc, "rule", None), getattr(exc, "details", {})
+        if rule == "no_raw":
+            msg = f"--use-raw: {data.name} has no raw data"
+            raise ardselect.DataError(msg) from None
+        msg = _usage_message(rule, details, data)
+        if msg is None:
+            raise
+        raise UsageError(msg) from None
 
-            root = zarr.open(str(data), mode="r")
-            names = list(root["layers"].keys()) if "layers" in root else []
-        else:
-            import h5py
 
-            with h5py.File(data, "r") as root:
-                names = list(root["layers"].keys()) if "layers" in root else []
-    except Exception:  # noqa: BLE001  (any broken store: the reader reports it)
-        return
-    if layer not in names:
-        msg = (f"--layer {layer}: {data.name} has no layer {layer!r}; its layers: "
-               f"{', '.join(map(str, names)) or 'none'}")
-        raise UsageError(msg)
+def _usage_message(rule, details: dict, data: Path) -> str | None:
+    """The usage error (exit 2) of an input rule, or None when the library's error stands."""
+    if rule == "obs_column":
+        key, role = details["key"], details["role"]
+        avail = ", ".join(details["available"]) or "none"
+        if role == "label key":
+            hint = "" if details["available"] else " (give labels with --labels FILE)"
+            return f"label key {key!r} not found in {data.name}; available: {avail}{hint}"
+        if role == "covariate":
+            return f"--covariates: {key!r} is not a column of {data.name}; obs columns: {avail}"
+        option = {"groups": "--groups", "donor key": "--pseudobulk"}[role]
+        return f"{option} {key}: no column {key!r} in {data.name}; available: {avail}"
+    if rule == "layer":
+        layer, names = details["layer"], ", ".join(details["available"]) or "none"
+        return f"--layer {layer}: {data.name} has no layer {layer!r}; its layers: {names}"
+    if rule == "label_is_covariate":
+        return f"--covariates: the label key {details['key']!r} cannot also be a covariate"
+    return {
+        "layer_and_raw": "give --layer or --use-raw, not both",
+        "anndata_only": "--layer and --use-raw apply to .h5ad and .zarr input only",
+        "table_only": "--gene-columns and --drop apply to CSV/TSV tables only",
+        "lazy_raw": "--use-raw cannot be read lazily; give the matrix as X or --layer",
+    }.get(rule)
 
 
 def check_positive(labels, positive: str | None) -> None:
@@ -349,21 +395,6 @@ def check_positive(labels, positive: str | None) -> None:
     if str(positive) not in values:
         shown = ", ".join(values[:20]) + (", ..." if len(values) > 20 else "")
         msg = f"--positive {positive}: not a label; labels: {shown}"
-        raise UsageError(msg)
-
-
-def check_label_key(adata, label_key: str, data: Path, *, option: str | None = None):
-    """The column must be in ``obs`` (usage error, exit 2, listing the columns).
-
-    ``option`` names the option that gave it (``--groups``); default: the label key.
-    """
-    if label_key not in adata.obs.columns:
-        avail = ", ".join(map(str, adata.obs.columns)) or "none"
-        if option is None:
-            hint = "" if len(adata.obs.columns) else " (give labels with --labels FILE)"
-            msg = f"label key {label_key!r} not found in {data.name}; available: {avail}{hint}"
-        else:
-            msg = f"{option} {label_key}: no column {label_key!r} in {data.name}; available: {avail}"
         raise UsageError(msg)
 
 
@@ -381,7 +412,7 @@ def fitted_on_raw(adata, key: str = "ardselect") -> bool:
     return bool(params.get("use_raw", False)) and adata.raw is not None
 
 
-def covariate_names(values, label_key: str) -> list[str] | None:
+def covariate_names(values) -> list[str] | None:
     """``--covariates a,b --covariates c`` -> ``["a", "b", "c"]``; None when not given."""
     names = _column_list(values)
     if not names:
@@ -390,40 +421,7 @@ def covariate_names(values, label_key: str) -> list[str] | None:
         dup = next(n for n in names if names.count(n) > 1)
         msg = f"--covariates names {dup!r} twice"
         raise UsageError(msg)
-    if label_key in names:
-        msg = f"--covariates: the label key {label_key!r} cannot also be a covariate"
-        raise UsageError(msg)
     return names
-
-
-def covariates_to_obs(adata, names, data: Path, *, missing_ok: bool = False):
-    """The AnnData with every covariate in ``obs``: a numeric table column read as a gene moves.
-
-    A name that is neither an obs column nor a column of the table is a usage error listing them
-    (left to the caller with ``missing_ok``).
-    """
-    import numpy as np
-    import scipy.sparse as sp
-
-    if not names:
-        return adata
-    var = [n for n in names if n not in adata.obs.columns and n in adata.var_names]
-    missing = [n for n in names if n not in adata.obs.columns and n not in adata.var_names]
-    if missing and not missing_ok:
-        avail = ", ".join(map(str, adata.obs.columns)) or "none"
-        msg = f"--covariates: {missing[0]!r} is not a column of {data.name}; obs columns: {avail}"
-        raise UsageError(msg)
-    if not var:
-        return adata
-    cols = adata.var_names.get_indexer(var)
-    X = adata.X
-    values = X[:, cols].toarray() if sp.issparse(X) else np.asarray(X)[:, cols]
-    keep = np.ones(adata.n_vars, dtype=bool)
-    keep[cols] = False
-    out = adata[:, keep].copy()
-    for k, name in enumerate(var):
-        out.obs[name] = values[:, k]
-    return out
 
 
 def class_counts(labels) -> str:

@@ -36,12 +36,10 @@ from ._options import (
     SeedOpt,
     StandardizeOpt,
     UseRawOpt,
-    check_label_key,
-    check_layer,
     check_positive,
-    check_source_options,
+    check_source,
     covariate_names,
-    covariates_to_obs,
+    input_errors,
     read_input,
     refuse_given,
     seed_value,
@@ -178,162 +176,218 @@ def evaluate(
     partitions.
     """
     with handle_errors():
-        import numpy as np
-        import pandas as pd
-
         import ardselect
-        from ardselect.model_selection import evaluate as run_evaluation
-        from ardselect.model_selection import summarize
-
-        from ._util import task_progress
 
         spikeslab = model.value == "spike-slab"
         if spikeslab:
             refuse_given(ctx, ARD_ONLY, "--model spike-slab")
         seed = seed_value(seed)
-        if splits < 1:
-            msg = f"--splits must be at least 1, got {splits}"
-            raise UsageError(msg)
-        if n_jobs == 0 or n_jobs < -1:
-            msg = f"--n-jobs must be a number of workers (1 or more) or -1 (all cores), got {n_jobs}"
-            raise UsageError(msg)
-        if not (0 < train_size < math.inf) or (train_size >= 1 and train_size != int(train_size)):
-            msg = ("--train-size must be a fraction in (0, 1) or a whole number of samples, "
-                   f"got {train_size:g}")
-            raise UsageError(msg)
+        _check_settings(splits, n_jobs, train_size)
         if out is not None:
             ardselect.pl.require_matplotlib()  # calibration.png, before the partitions run
             check_output(out, overwrite=overwrite, kind="output folder", folder=True,
                          inputs=(data, labels), ours=EVALUATE_FOLDER)
-        check_source_options(data, layer, use_raw)
-        check_layer(data, layer)
-        adata = read_input(data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels,
-                           layer=layer, gene_columns=gene_columns, drop=drop)
-        check_label_key(adata, label_key, data)
-        check_positive(adata.obs[label_key], positive)
-        held = covariate_names(covariates, label_key)
-        adata = covariates_to_obs(adata, held, data)
-        if pseudobulk is not None:
-            if groups is not None:
-                msg = ("--pseudobulk holds out whole donors already; leave --groups out (the "
-                       "donor-level samples are grouped by the --pseudobulk column)")
-                raise UsageError(msg)
-            check_label_key(adata, pseudobulk, data)
-            # (a --layer was read as X: the counts are found wherever they are)
-            adata = ardselect.pseudobulk(adata, label_key, pseudobulk, use_raw=use_raw or None)
-            use_raw, groups = False, pseudobulk
-        group_values = None
-        if groups is not None:
-            check_label_key(adata, groups, data, option="--groups")
-            group_values = adata.obs[groups].astype(str).to_numpy()
-        if use_raw and adata.raw is None:
-            msg = f"--use-raw: {data.name} has no raw data"
-            raise ardselect.DataError(msg)
-        # (a --layer was read into X by read_input)
-        source = ardselect.io.expression(adata, use_raw=use_raw)
-        X, gene_names = source.X, source.var_names
-        ardselect.io.check_unique_names(gene_names, "gene")
-        y = pd.Series(adata.obs[label_key].to_numpy(), dtype=object)
-        if y.isna().any():
-            missing = adata.obs_names[y.isna().to_numpy()].astype(str)
-            shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
-            msg = (f"{len(missing)} sample(s) have no label in {label_key!r} ({shown}); give "
-                   "them one or drop them from the data")
-            raise ardselect.LabelError(msg)
-        y = y.astype(str).to_numpy()
-        classes = np.unique(y)
-        if positive is not None:
-            if str(positive) not in set(classes):
-                msg = f"positive class {positive!r} is not a label; labels: {', '.join(classes)}"
-                raise ardselect.LabelError(msg)
-            if classes.size > 2:
-                y = np.where(y == str(positive), str(positive), "rest").astype(object)
-        if train_size >= 1 and not train_size < y.size:
-            msg = f"--train-size {train_size:g} must be below the number of samples ({y.size})"
-            raise ardselect.DataError(msg)
-        params = {"constant_features": "ignore", "max_genes": max_genes,
-                  "cv_rule": cv_rule.value, "multiclass": multiclass.value}
-        if max_steps is not None:
-            params["max_steps"] = int(max_steps)
-        if spikeslab:
-            methods = {SPIKESLAB_METHOD: ardselect.SpikeSlabClassifier(constant_features="ignore")}
-        else:
-            methods = {"ARD-EP": ardselect.ARDClassifier(random_state=seed, **params)}
-        covariate_values = None
-        if held:
-            # Encoded once on every sample (no label is read): levels and scales are those of
-            # the whole data set.
-            covariate_values = ardselect.model.CovariateEncoder(held).fit_transform(adata.obs)
-        peers = ardselect.model_selection.baselines(random_state=seed)
-        if baselines:
-            methods.update(peers)
-        elif l1:
-            methods["L1-logistic"] = peers["L1-logistic"]
-        pre = ardselect.preprocessing.Preprocessor(log=log.value, pseudocount=pseudocount, floor=floor,
-                                        cap=cap, standardize=standardize)
-        progress = task_progress(splits, "partitions", quiet=quiet)
-        kwargs = {
-            "criteria": {} if spikeslab else {"ARD-EP": ["loo", "evidence"]},
-            "preprocessor": pre,
-            "n_splits": splits,
-            "train_size": int(train_size) if train_size >= 1 else float(train_size),
-            "groups": group_values,
-            "sample_ids": adata.obs_names.to_numpy(),
-            "feature_names": np.asarray(gene_names).astype(str),
-            "return_selection": True,
-            "random_state": seed,
-            "n_jobs": n_jobs,
-            "covariates": covariate_values,
-        }
-        if progress is None:
-            results, predictions, selection = run_evaluation(X, y, methods, **kwargs)
-        else:
-            with progress:
-                task = progress.add_task("partitions", total=splits)
-                results, predictions, selection = run_evaluation(
-                    X, y, methods, progress=lambda done: progress.update(task, completed=done),
-                    **kwargs)
-        summary = summarize(results, predictions)
-        logo = logo_pred = None
-        if group_values is not None and not spikeslab:
-            logo, logo_pred = ardselect.model_selection.ep_leave_group_out(
-                methods["ARD-EP"], X, y, group_values, criteria=("loo", "evidence"),
-                preprocessor=pre, sample_ids=adata.obs_names.to_numpy(),
-                covariates=covariate_values)
-        frequency = ardselect.model_selection.selection_frequency(selection)
-        stability = ardselect.model_selection.selection_stability(selection)
+        given, held, groups = _evaluate_input(
+            data, label_key=label_key, positive=positive, layer=layer, use_raw=use_raw,
+            genes_in_rows=genes_in_rows, labels=labels, gene_columns=gene_columns, drop=drop,
+            groups=groups, covariates=covariates, pseudobulk=pseudobulk)
+        y = _class_labels(given, positive, train_size)
+        methods, pre = _evaluate_methods(
+            spikeslab=spikeslab, seed=seed, max_steps=max_steps, max_genes=max_genes,
+            cv_rule=cv_rule, multiclass=multiclass, baselines=baselines, l1=l1, log=log,
+            pseudocount=pseudocount, floor=floor, cap=cap, standardize=standardize)
+        run = _run_evaluation(given, y, methods, pre, held=held, spikeslab=spikeslab,
+                              splits=splits, train_size=train_size, seed=seed, n_jobs=n_jobs,
+                              quiet=quiet)
         if out is not None:
-            prob = predictions.filter(like="prob_").to_numpy(dtype=float)
-            calib = ardselect.model_selection.calibration_table(pd.DataFrame({
-                "criterion": predictions["method"],
-                "confidence": prob.max(axis=1),
-                "correct": (predictions["predicted"] == predictions["label"]).to_numpy(),
-            }))
-            with Transaction() as tx:
-                tmp = tx.directory(out, replace=overwrite)
-                ardselect.io.write_tsv(results, tmp / "splits.tsv")
-                ardselect.io.write_tsv(summary, tmp / "summary.tsv")
-                ardselect.io.write_tsv(predictions, tmp / "predictions.tsv")
-                ardselect.io.write_tsv(frequency.reset_index(), tmp / "selection.tsv")
-                ardselect.io.write_tsv(stability, tmp / "stability.tsv")
-                if logo is not None:
-                    ardselect.io.write_tsv(logo, tmp / "leave_group_out.tsv")
-                    ardselect.io.write_tsv(logo_pred, tmp / "leave_group_out_predictions.tsv")
-                ardselect.io.write_tsv(calib.rename(columns={"criterion": "method"}),
-                                            tmp / "calibration.tsv")
-                fig = ardselect.pl.calibration(
-                    calib, title=f"{data.name}: held-out calibration, {splits} partitions")
-                ardselect.pl.save_png(fig, tmp / "calibration.png")
-                write_evaluate_report(tmp, summary, results, stability, data=data,
-                                      label_key=label_key, command=command_line(ctx),
-                                      groups=groups, logo=logo)
-                tx.commit()
+            _write_outputs(run, out, overwrite=overwrite, data=data, splits=splits,
+                           label_key=label_key, groups=groups, ctx=ctx)
         if not quiet:
-            _evaluate_summary(summary, results, data, label_key, out, groups, held,
+            _evaluate_summary(run["summary"], run["results"], data, label_key, out, groups, held,
                               pseudobulk=pseudobulk is not None)
-            if logo is not None:
-                _logo_summary(logo, groups)
-            _stability_summary(stability, frequency)
+            if run["logo"] is not None:
+                _logo_summary(run["logo"], groups)
+            _stability_summary(run["stability"], run["frequency"])
+
+
+def _check_settings(splits: int, n_jobs: int, train_size: float) -> None:
+    """``--splits``, ``--n-jobs`` and ``--train-size`` (usage errors, before any work)."""
+    if splits < 1:
+        msg = f"--splits must be at least 1, got {splits}"
+        raise UsageError(msg)
+    if n_jobs == 0 or n_jobs < -1:
+        msg = f"--n-jobs must be a number of workers (1 or more) or -1 (all cores), got {n_jobs}"
+        raise UsageError(msg)
+    if not (0 < train_size < math.inf) or (train_size >= 1 and train_size != int(train_size)):
+        msg = ("--train-size must be a fraction in (0, 1) or a whole number of samples, "
+               f"got {train_size:g}")
+        raise UsageError(msg)
+
+
+def _evaluate_input(data, *, label_key, positive, layer, use_raw, genes_in_rows, labels,
+                    gene_columns, drop, groups, covariates, pseudobulk):
+    """The labelled data, read through the input door: ``(data, covariates, groups column)``.
+
+    With ``--pseudobulk`` the donor-level samples, grouped by the donor column.
+    """
+    import ardselect
+
+    held = covariate_names(covariates)
+    if pseudobulk is not None and groups is not None:
+        msg = ("--pseudobulk holds out whole donors already; leave --groups out (the "
+               "donor-level samples are grouped by the --pseudobulk column)")
+        raise UsageError(msg)
+    check_source(data, layer, use_raw)
+    given = read_input(data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels,
+                       layer=layer, use_raw=use_raw, gene_columns=gene_columns, drop=drop,
+                       groups=groups, covariates=held)
+    check_positive(given.labels, positive)
+    if pseudobulk is not None:
+        with input_errors(data):
+            bulk = ardselect.pseudobulk(given.adata, label_key, pseudobulk, layer=layer,
+                                        use_raw=use_raw or None)
+            given = ardselect.io.ExpressionData.from_anndata(bulk, label_key, groups=pseudobulk,
+                                                             covariates=held)
+        groups = pseudobulk
+    ardselect.io.check_unique_names(given.var_names, "gene")
+    return given, held, groups
+
+
+def _class_labels(given, positive, train_size):
+    """The labels as strings; with ``--positive`` and more classes, the class against the rest."""
+    import numpy as np
+    import pandas as pd
+
+    import ardselect
+
+    y = pd.Series(given.labels, dtype=object).astype(str).to_numpy()
+    classes = np.unique(y)
+    if positive is not None:
+        if str(positive) not in set(classes):
+            msg = f"positive class {positive!r} is not a label; labels: {', '.join(classes)}"
+            raise ardselect.LabelError(msg)
+        if classes.size > 2:
+            y = np.where(y == str(positive), str(positive), "rest").astype(object)
+    if train_size >= 1 and not train_size < y.size:
+        msg = f"--train-size {train_size:g} must be below the number of samples ({y.size})"
+        raise ardselect.DataError(msg)
+    return y
+
+
+def _evaluate_methods(*, spikeslab, seed, max_steps, max_genes, cv_rule, multiclass, baselines,
+                      l1, log, pseudocount, floor, cap, standardize):
+    """The methods scored on every partition, and the preprocessing each partition is fitted with."""
+    import ardselect
+
+    params = {"constant_features": "ignore", "max_genes": max_genes,
+              "cv_rule": cv_rule.value, "multiclass": multiclass.value}
+    if max_steps is not None:
+        params["max_steps"] = int(max_steps)
+    if spikeslab:
+        methods = {SPIKESLAB_METHOD: ardselect.SpikeSlabClassifier(constant_features="ignore")}
+    else:
+        methods = {"ARD-EP": ardselect.ARDClassifier(random_state=seed, **params)}
+    peers = ardselect.model_selection.baselines(random_state=seed)
+    if baselines:
+        methods.update(peers)
+    elif l1:
+        methods["L1-logistic"] = peers["L1-logistic"]
+    pre = ardselect.preprocessing.Preprocessor(log=log.value, pseudocount=pseudocount, floor=floor,
+                                               cap=cap, standardize=standardize)
+    return methods, pre
+
+
+def _run_evaluation(given, y, methods, pre, *, held, spikeslab, splits, train_size, seed, n_jobs,
+                    quiet) -> dict:
+    """The partitions, their summary, EP's leave-one-group-out estimate and the selections."""
+    import numpy as np
+    import pandas as pd
+
+    import ardselect
+    from ardselect.model_selection import evaluate as run_evaluation
+    from ardselect.model_selection import summarize
+
+    from ._util import task_progress
+
+    group_values = (None if given.groups is None
+                    else pd.Series(given.groups).astype(str).to_numpy())
+    covariate_values = None
+    if held:
+        # Encoded once on every sample (no label is read): levels and scales are those of
+        # the whole data set.
+        covariate_values = ardselect.model.CovariateEncoder(held).fit_transform(given.obs)
+    X = given.X
+    progress = task_progress(splits, "partitions", quiet=quiet)
+    kwargs = {
+        "criteria": {} if spikeslab else {"ARD-EP": ["loo", "evidence"]},
+        "preprocessor": pre,
+        "n_splits": splits,
+        "train_size": int(train_size) if train_size >= 1 else float(train_size),
+        "groups": group_values,
+        "sample_ids": given.obs_names.to_numpy(),
+        "feature_names": np.asarray(given.var_names).astype(str),
+        "return_selection": True,
+        "random_state": seed,
+        "n_jobs": n_jobs,
+        "covariates": covariate_values,
+    }
+    if progress is None:
+        results, predictions, selection = run_evaluation(X, y, methods, **kwargs)
+    else:
+        with progress:
+            task = progress.add_task("partitions", total=splits)
+            results, predictions, selection = run_evaluation(
+                X, y, methods, progress=lambda done: progress.update(task, completed=done),
+                **kwargs)
+    logo = logo_pred = None
+    if group_values is not None and not spikeslab:
+        logo, logo_pred = ardselect.model_selection.ep_leave_group_out(
+            methods["ARD-EP"], X, y, group_values, criteria=("loo", "evidence"),
+            preprocessor=pre, sample_ids=given.obs_names.to_numpy(),
+            covariates=covariate_values)
+    return {
+        "results": results,
+        "predictions": predictions,
+        "summary": summarize(results, predictions),
+        "logo": logo,
+        "logo_pred": logo_pred,
+        "frequency": ardselect.model_selection.selection_frequency(selection),
+        "stability": ardselect.model_selection.selection_stability(selection),
+    }
+
+
+def _write_outputs(run: dict, out: Path, *, overwrite, data, splits, label_key, groups, ctx):
+    """Every file of ``evaluate -o``, written atomically into the folder."""
+    import pandas as pd
+
+    import ardselect
+
+    predictions = run["predictions"]
+    prob = predictions.filter(like="prob_").to_numpy(dtype=float)
+    calib = ardselect.model_selection.calibration_table(pd.DataFrame({
+        "criterion": predictions["method"],
+        "confidence": prob.max(axis=1),
+        "correct": (predictions["predicted"] == predictions["label"]).to_numpy(),
+    }))
+    with Transaction() as tx:
+        tmp = tx.directory(out, replace=overwrite)
+        ardselect.io.write_tsv(run["results"], tmp / "splits.tsv")
+        ardselect.io.write_tsv(run["summary"], tmp / "summary.tsv")
+        ardselect.io.write_tsv(predictions, tmp / "predictions.tsv")
+        ardselect.io.write_tsv(run["frequency"].reset_index(), tmp / "selection.tsv")
+        ardselect.io.write_tsv(run["stability"], tmp / "stability.tsv")
+        if run["logo"] is not None:
+            ardselect.io.write_tsv(run["logo"], tmp / "leave_group_out.tsv")
+            ardselect.io.write_tsv(run["logo_pred"], tmp / "leave_group_out_predictions.tsv")
+        ardselect.io.write_tsv(calib.rename(columns={"criterion": "method"}),
+                               tmp / "calibration.tsv")
+        fig = ardselect.pl.calibration(
+            calib, title=f"{data.name}: held-out calibration, {splits} partitions")
+        ardselect.pl.save_png(fig, tmp / "calibration.png")
+        write_evaluate_report(tmp, run["summary"], run["results"], run["stability"], data=data,
+                              label_key=label_key, command=command_line(ctx), groups=groups,
+                              logo=run["logo"])
+        tx.commit()
 
 
 def _pm(mean, spread, fmt: str, none: str = "") -> str:

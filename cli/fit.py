@@ -36,15 +36,13 @@ from ._options import (
     QuietOpt,
     StandardizeOpt,
     UseRawOpt,
-    check_label_key,
-    check_layer,
     check_positive,
-    check_source_options,
+    check_source,
     class_counts,
     covariate_names,
-    covariates_to_obs,
     data_shape,
     fitted_on_raw,
+    input_errors,
     read_input,
     refuse_given,
     seed_value,
@@ -255,7 +253,7 @@ def fit(
             msg = (f"--groups is used by the inner cross-validation of --criterion cv only, not "
                    f"with --criterion {criterion.value}")
             raise UsageError(msg)
-        held = covariate_names(covariates, label_key)
+        held = covariate_names(covariates)
         if pseudobulk is not None:
             if groups is not None:
                 msg = ("--pseudobulk holds out whole donors already; leave --groups out (the "
@@ -267,9 +265,6 @@ def fit(
         if max_samples is not None and max_samples < 2:
             msg = f"--max-samples must be 2 or more, got {max_samples}"
             raise UsageError(msg)
-        if lazy and use_raw:
-            msg = "--use-raw cannot be read lazily; give the matrix as X or --layer"
-            raise UsageError(msg)
         if write_h5ad is not None and write_h5ad.suffix != ".h5ad":
             msg = f"--write-h5ad needs a .h5ad file name, got {write_h5ad.name}"
             raise UsageError(msg)
@@ -280,27 +275,22 @@ def fit(
         if write_h5ad is not None:
             check_apart(out, write_h5ad, folder_option="--out", file_option="--write-h5ad")
             check_output(write_h5ad, overwrite=overwrite, kind="file", inputs=inputs)
-        check_source_options(data, layer, use_raw)
-        check_layer(data, layer)
-        # (read lazily, only the layer asked for is opened; in memory, rank_genes picks it)
-        adata = read_input(data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels,
-                           gene_columns=gene_columns, drop=drop, lazy=lazy,
-                           layer=layer if lazy else None)
-        check_label_key(adata, label_key, data)
-        if groups is not None:
-            check_label_key(adata, groups, data, option="--groups")
-        adata = covariates_to_obs(adata, held, data)
+        check_source(data, layer, use_raw, lazy=lazy)
+        if gene_symbols is not None and symbol_key is not None:
+            msg = "give --gene-symbols or --symbol-key, not both"
+            raise UsageError(msg)
+        given = read_input(data, genes_in_rows=genes_in_rows, label_key=label_key, labels=labels,
+                           layer=layer, use_raw=use_raw, gene_columns=gene_columns, drop=drop,
+                           groups=groups, covariates=held, symbol_key=symbol_key, lazy=lazy)
+        adata = given.adata
         if gene_symbols is not None:
-            if symbol_key is not None:
-                msg = "give --gene-symbols or --symbol-key, not both"
-                raise UsageError(msg)
             _attach_symbols(adata, gene_symbols)
             symbol_key = "symbol"
-        check_positive(adata.obs[label_key], positive)
+        check_positive(given.labels, positive)
         if pseudobulk is not None:
-            check_label_key(adata, pseudobulk, data)
-            adata = ardselect.pseudobulk(adata, label_key, pseudobulk, layer=layer,
-                                         use_raw=use_raw or None)
+            with input_errors(data):
+                adata = ardselect.pseudobulk(adata, label_key, pseudobulk, layer=layer,
+                                             use_raw=use_raw or None)
             layer, use_raw, groups = None, False, pseudobulk
             if criterion.value == "cv" and adata.obs[pseudobulk].nunique() < 2:
                 msg = f"--pseudobulk {pseudobulk}: a single donor; at least 2 are needed"

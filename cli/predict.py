@@ -15,10 +15,9 @@ from ._options import (
     LayerOpt,
     OverwriteOpt,
     QuietOpt,
-    check_label_key,
-    check_layer,
-    covariates_to_obs,
-    read_input,
+    check_source,
+    input_errors,
+    read_unlabelled,
 )
 from ._util import (
     Transaction,
@@ -94,18 +93,14 @@ def predict(
             msg = (f"the model was fitted on {fitted_on} and applies it itself; --layer {layer} "
                    "would score other values")
             raise UsageError(msg)
-        check_layer(data, layer)
-        adata = read_input(
+        layers = check_source(data, layer)
+        # (read lazily, only the model's layer is opened; a store lacking it is the model's to refuse)
+        adata = read_unlabelled(
             data, genes_in_rows=genes_in_rows, label_key=label_key or "label", labels=labels,
-            layer=layer, check_columns=False,  # the model takes its own genes, by name
-            lazy=lazy,
-        )
-        if label_key is not None:
-            check_label_key(adata, label_key, data)
-        else:
-            stored_key = portable.data.get("label_key")
-            label_key = stored_key if stored_key in adata.obs.columns else None
-        adata = covariates_to_obs(adata, portable.covariates, data, missing_ok=True)
+            layer=space["layer"] if lazy and space["layer"] in (layers or ()) else None,
+            covariates=portable.covariates, lazy=lazy)
+        with input_errors(data):
+            label_key = _true_labels(adata, label_key, portable.data.get("label_key"))
         pseudo = portable.data.get("pseudobulk")
         if isinstance(pseudo, dict) and pseudo.get("donor"):
             # A donor-level model scores donor-level samples: the cells are summed the same way
@@ -146,3 +141,23 @@ def predict(
             )
         if not to_stdout:
             info_line(f"wrote {out}: {len(table)} samples", quiet=quiet)
+
+
+def _true_labels(adata, label_key, stored_key):
+    """The ``obs`` column of true labels to report errors against, or None.
+
+    ``--label-key`` must name a column whose samples all have a label (the input door's rule);
+    by default the model's label key, when the data hold it for every sample.
+    """
+    import ardselect
+
+    if label_key is not None:
+        ardselect.io.ExpressionData.labels_of(adata, label_key)
+        return label_key
+    if stored_key is None or stored_key not in adata.obs.columns:
+        return None
+    try:
+        ardselect.io.ExpressionData.labels_of(adata, stored_key)
+    except ardselect.LabelError:
+        return None
+    return stored_key

@@ -383,7 +383,7 @@ def test_10_messages_in_the_users_terms(tmp_path):
     unlabelled.loc[3, "label"] = None
     unlabelled.to_csv(tmp_path / "lab.csv", index=False)
     result = run("fit", tmp_path / "lab.csv", "-o", tmp_path / "r")
-    one_error(result, 1, r"1 sample\(s\) have no label \(s03\)")
+    one_error(result, 1, r"1 sample\(s\) have no label in 'label' \(s03\)")
     assert "adata" not in result.stderr
     adata = make_adata(make_expression(n_samples=24, n_genes=6, seed=3))
     adata.write_h5ad(tmp_path / "d.h5ad")

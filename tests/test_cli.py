@@ -503,8 +503,8 @@ def test_samples_without_label_are_named(expression, tmp_path):
     df.loc[[2, 5], "label"] = None
     df.to_csv(tmp_path / "t.csv", index=False)
     result = run("fit", tmp_path / "t.csv", "-o", tmp_path / "r")
-    assert_one_line_error(result, 1, r"2 sample\(s\) have no label \(s02, s05\); give them one or "
-                                     r"drop them from the data")
+    assert_one_line_error(result, 1, r"2 sample\(s\) have no label in 'label' \(s02, s05\); give "
+                                     r"them one or drop them from the data")
     result = run("evaluate", tmp_path / "t.csv", "-o", tmp_path / "r", "--splits", "1")
     assert_one_line_error(result, 1, r"2 sample\(s\) have no label in 'label' \(s02, s05\)")
     assert "adata" not in result.stderr

@@ -138,6 +138,6 @@ def test_pseudobulk_errors(cells_h5ad, tmp_path):
     one_error(run("fit", tmp_path / "logged.h5ad", "-g", "cell_type", "--pseudobulk", "donor",
                   "-o", tmp_path / "a"), 1, "pseudobulk sums counts, but X hold")
     one_error(run("fit", cells_h5ad, "-g", "cell_type", "--pseudobulk", "patient", "-o",
-                  tmp_path / "b"), 2, "'patient' not found")
+                  tmp_path / "b"), 2, "--pseudobulk patient: no column 'patient' in cells.h5ad")
     one_error(run("fit", cells_h5ad, "-g", "cell_type", "--pseudobulk", "donor", "--groups",
                   "donor", "-o", tmp_path / "c"), 2, "leave --groups out")
