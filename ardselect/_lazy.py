@@ -14,7 +14,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["is_dask", "reduce_rows", "column_range", "moments", "combine_moments", "LazyDesign"]
+from ._memory import column_range, in_memory
+
+__all__ = ["is_dask", "reduce_rows", "moments", "combine_moments", "LazyDesign"]
 
 
 def is_dask(X) -> bool:
@@ -59,24 +61,6 @@ def _block_call(fn, block, start):
     if sp.issparse(block):
         block = sp.csr_matrix(block)
     return fn(block, start)
-
-
-def column_range(X) -> tuple[np.ndarray, np.ndarray]:
-    """Per-column minimum and maximum; for sparse X the implicit zeros count as values."""
-    if not sp.issparse(X):
-        X = np.asarray(X)
-        return X.min(axis=0), X.max(axis=0)
-    X = sp.csc_matrix(X)
-    n = X.shape[0]
-    nnz = np.diff(X.indptr)
-    mx = np.full(X.shape[1], -np.inf)
-    mn = np.full(X.shape[1], np.inf)
-    has = nnz > 0
-    if has.any():
-        mx[has] = np.maximum.reduceat(X.data, X.indptr[:-1][has])
-        mn[has] = np.minimum.reduceat(X.data, X.indptr[:-1][has])
-    partial = nnz < n
-    return np.where(partial, np.minimum(mn, 0.0), mn), np.where(partial, np.maximum(mx, 0.0), mx)
 
 
 def moments(Z):
@@ -539,15 +523,11 @@ def _concat_pair(a, b):
 
 
 def _block_count(B, name):
-    from ._design import as_design
-
-    return getattr(as_design(B), name)(0)
+    return getattr(in_memory(B), name)(0)
 
 
 def _block_row_count(B, pos, name):
-    from ._design import as_design
-
-    return pos, getattr(as_design(B), name)(1)
+    return pos, getattr(in_memory(B), name)(1)
 
 
 def _concat_rows(a, b):
@@ -555,9 +535,7 @@ def _concat_rows(a, b):
 
 
 def _block_nonfinite(B, pos):
-    from ._design import as_design
-
-    found = as_design(B).nonfinite()
+    found = in_memory(B).nonfinite()
     return None if found is None else found._replace(row=int(pos[found.row]))
 
 

@@ -146,7 +146,7 @@ def test_alpha_floor_and_disallowed_features():
 
 
 def test_sparse_sample_route_in_blocks_matches_dense(monkeypatch):
-    import ardselect._design as design
+    import ardselect._memory as design
 
     Phi, b, t, alpha = _problem(8, 8, 40, 12)
     Phi[np.abs(Phi) < 0.8] = 0.0
