@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -15,7 +16,7 @@ import pandas as pd
 
 from .exceptions import DataError, LabelError
 
-__all__ = ["Expression", "ExpressionData", "expression", "find_symbols"]
+__all__ = ["Expression", "ExpressionData", "ScaledXWarning", "expression", "find_symbols"]
 
 
 @dataclass(frozen=True)
@@ -246,6 +247,8 @@ class ExpressionData:
         if not (sp.issparse(X) or isinstance(X, np.ndarray) or is_dask(X)):
             X = X[...] if hasattr(X, "shape") else np.asarray(X)  # backed / h5py datasets
         skey = find_symbols(source.var, symbol_key)
+        if layer is None and not use_raw:
+            _notice_scaled_x(adata, X)
         return cls(
             X=X,
             labels=adata.obs[label_key].to_numpy(),
@@ -317,3 +320,31 @@ def _log1p_base(adata):
     rec = adata.uns.get("log1p")
     base = rec.get("base") if isinstance(rec, Mapping) else None
     return None if base is None or (isinstance(base, str) and base == "None") else float(base)
+
+
+class ScaledXWarning(UserWarning):
+    """``X`` holds scaled values while ``adata.raw`` holds unscaled ones of its genes."""
+
+
+def _notice_scaled_x(adata, X):
+    """Warn when ``X`` looks scaled (negative values) and ``raw`` holds its genes unscaled.
+
+    That is scanpy's usual layout after ``sc.pp.scale`` (``raw`` often keeps more genes than
+    ``X``); its ``rank_genes_groups`` then reads ``raw`` by default. In-memory matrices only (a
+    lazy store would need a pass to tell).
+    """
+    raw = adata.raw
+    if raw is None or not adata.var_names.isin(raw.var_names).all():
+        return
+    import scipy.sparse as sp
+
+    in_memory = [sp.issparse(M) or isinstance(M, np.ndarray) for M in (X, raw.X)]
+    if not all(in_memory) or 0 in X.shape or not X.min() < 0 or raw.X.min() < 0:
+        return
+    warnings.warn(
+        "X holds scaled values (some negative) and adata.raw unscaled values of its genes; "
+        "fitting X as given. scanpy's rank_genes_groups reads raw by default: pass "
+        "use_raw=True (ardselect fit --use-raw) to fit raw instead.", ScaledXWarning,
+        stacklevel=3)
+
+
