@@ -38,6 +38,8 @@ _LAZY = {
     "split_rhat": "._mcmc",
     "effective_sample_size": "._mcmc",
     "rank_genes": "._anndata",
+    "fit_signature": "._signature",
+    "Signature": "._signature",
     "ExpressionData": "._expression",
     "pseudobulk": "._pseudobulk",
     "ArdselectError": ".exceptions",

@@ -1,10 +1,10 @@
 """What :func:`ardselect.rank_genes` stores in an AnnData, and how.
 
-:class:`RankResult` (the tables of one ranking), each selected gene's direction in the data,
-the log fold changes and scanpy's ``rank_genes_groups`` record, and :func:`_write_results`,
-which puts the tables into ``uns`` (as h5ad-writable dicts of columns) and the per-gene
-columns into ``var``. :mod:`ardselect._anndata` runs the ranking; :mod:`ardselect.get` reads
-the results back.
+Each selected gene's direction in the data, the log fold changes and scanpy's
+``rank_genes_groups`` record, and :func:`write_signature`, which puts the tables of a
+:class:`~ardselect.Signature` into ``uns`` (as h5ad-writable dicts of columns) and the per-gene
+columns into ``var``. :mod:`ardselect._signature` fits it; :mod:`ardselect.get` reads the results
+back.
 """
 
 from __future__ import annotations
@@ -12,15 +12,20 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
 from ._design import as_design, dense
-from .model import PortableModel
 from .preprocessing import Preprocessor
+
+#: Columns of older records' gene tables (``uns[key]["ranked"]``) under their current names, read
+#: through by ``get.ranked_genes_df``: the weight's posterior was ``mean`` / ``sd``.
+GENE_TABLE_RENAMES = {"mean": "weight", "sd": "weight_sd"}
+#: The same for the default (ARD) model's table: its conditional Bayes factor was ``log_bf``
+#: (the spike-and-slab table's ``log_bf`` is its own, and keeps the name).
+ARD_GENE_TABLE_RENAMES = {**GENE_TABLE_RENAMES, "log_bf": "log_bf_conditional"}
 
 #: Per-gene certainty columns of the ranked table, also written to ``var`` (and ``varm``).
 _CERTAINTY = ("pip", "set_probability", "log_bf_conditional", "log_bf_marginal", "cv_frequency",
@@ -33,29 +38,6 @@ _SPIKESLAB_CERTAINTY = ("pip", "set_pip", "log_bf", "p_sign", "t_stat")
 
 #: The note of a selected gene whose weight has the opposite sign of its class difference.
 OPPOSITE_NOTE = "weight opposite to the class difference (conditional on the other genes)"
-
-
-@dataclass
-class RankResult:
-    """What :func:`_rank_core` returns: tables with original class labels and gene names."""
-
-    classes: list  # original labels, in the estimator's class order
-    positive: object  # positive class (binary), or None
-    ranked: pd.DataFrame  # _RANKED_COLUMNS, every gene (per problem), rank order
-    path: pd.DataFrame  # _PATH_COLUMNS
-    frontier: pd.DataFrame  # _FRONTIER_COLUMNS (empty without criterion="cv")
-    chosen_step: dict  # problem class label -> chosen step
-    log2_fc: dict  # class label -> (n_genes,) log2 fold change against the rest (scanpy's)
-    preprocessor: Preprocessor
-    estimator: object
-    model: PortableModel
-    dropped: np.ndarray  # names of the constant genes dropped
-    kind: str = "ard"  # one of MODELS
-    credible: pd.DataFrame | None = None  # _CREDIBLE_COLUMNS (_ARD_CREDIBLE_COLUMNS for ARD)
-    hyper: pd.DataFrame | None = None  # _HYPER_COLUMNS (spike-slab only)
-    cv_groups: pd.DataFrame | None = None  # ARDClassifier.cv_groups_ (ARD with groups only)
-    covariates: pd.DataFrame | None = None  # the covariates' weights (ARD with covariates only)
-    fit_rows: np.ndarray | None = None  # rows of the stratified sketch fitted; None: every row
 
 
 def _table_to_uns(df: pd.DataFrame) -> dict:
@@ -205,7 +187,7 @@ def _add_sums(a, b):
     return a[0] + b[0], a[1] + b[1], min(a[2], b[2])
 
 
-def _scanpy_record(result: RankResult, var_names, lfc: Mapping) -> dict:
+def _scanpy_record(result, var_names, lfc: Mapping) -> dict:
     """The ``names`` / ``scores`` / ``pvals`` / ``pvals_adj`` / ``logfoldchanges`` record arrays.
 
     One field per class (``sc.tl.rank_genes_groups`` layout, reference ``"rest"``). A class's list
@@ -256,7 +238,8 @@ def _scanpy_record(result: RankResult, var_names, lfc: Mapping) -> dict:
     return {"names": names, **fields}
 
 
-def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_key=None):
+def _write_results(adata, result, key: str, params: dict):
+    """The ``var``, ``varm`` and ``uns[key]`` entries of the :class:`~ardselect.Signature` ``result``."""
     ranked = result.ranked
     genes = adata.var_names.astype(str)
     problems = list(dict.fromkeys(ranked["class"]))
@@ -300,7 +283,7 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
             adata.varm[f"{key}_{c}"] = certainty[c]
         adata.varm[f"{key}_credible_set"] = credible_set
     if spikeslab:
-        adata.uns[key] = _spikeslab_record(adata, result, problems, params, symbol_key)
+        adata.uns[key] = _spikeslab_record(result, problems, params)
         return
     adata.uns[key] = {
         "params": _uns_value(params),
@@ -311,7 +294,7 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
         # turns a key such as "CD4+/CD25 T Reg" into nested groups.
         "chosen_step": np.array([int(result.chosen_step[p]) for p in problems], dtype=np.int64),
         "ranked": _table_to_uns(ranked),
-        "credible_sets": _table_to_uns(result.credible),
+        "credible_sets": _table_to_uns(result.credible_sets),
         "path": _table_to_uns(result.path),
         "frontier": _table_to_uns(result.frontier),
         **({"cv_groups": _table_to_uns(result.cv_groups)}
@@ -319,25 +302,18 @@ def _write_results(adata, result: RankResult, key: str, params: dict, *, symbol_
         **({"covariates": _table_to_uns(result.covariates)}
            if result.covariates is not None and len(result.covariates) else {}),
         # Samples the model was fitted on: all of them, or the stratified sketch (max_samples).
-        "n_fit_samples": int(_n_fit_samples(result, adata.n_obs)),
+        "n_fit_samples": int(result.n_fit_samples),
         # Passes over the chunks of a lazily read X fitted exactly (0: the fit held its rows).
-        "n_store_passes": int(getattr(result.estimator, "_n_passes", 0)),
-        "preprocessing": _preprocessing_record(result, symbol_key),
+        "n_store_passes": int(result.n_store_passes),
+        "preprocessing": _preprocessing_record(result),
         "model_json": result.model.to_json(),
     }
 
 
-def _n_fit_samples(result: RankResult, n_obs: int) -> int:
-    """How many samples the model was fitted on: every one, or those of the stratified sketch."""
-    if result.fit_rows is not None:
-        return len(result.fit_rows)
-    rows = getattr(result.estimator, "sketch_", None)
-    return n_obs if rows is None else len(rows)
-
-
-def _preprocessing_record(result: RankResult, symbol_key) -> dict:
+def _preprocessing_record(result) -> dict:
     """``uns[key]["preprocessing"]``: what the preprocessing did, and the symbol column."""
-    pre = result.preprocessor
+    pre = result.preprocessing
+    symbol_key = result.symbol_key
     return {
         "log": pre.log_,
         "description": pre.describe(),
@@ -347,7 +323,7 @@ def _preprocessing_record(result: RankResult, symbol_key) -> dict:
     }
 
 
-def _spikeslab_record(adata, result: RankResult, problems, params, symbol_key):
+def _spikeslab_record(result, problems, params):
     """``uns[key]`` of ``model="spike-slab"``: no path, frontier or chosen step."""
     return {
         "params": _uns_value(params),
@@ -358,10 +334,39 @@ def _spikeslab_record(adata, result: RankResult, problems, params, symbol_key):
         "threshold": float(result.estimator.threshold),
         "coverage": float(result.estimator.coverage),
         "ranked": _table_to_uns(result.ranked),
-        "credible_sets": _table_to_uns(result.credible),
+        "credible_sets": _table_to_uns(result.credible_sets),
         "hyper": _table_to_uns(result.hyper),
-        "n_fit_samples": int(adata.n_obs),
+        "n_fit_samples": int(result.n_fit_samples),
         "n_store_passes": 0,
-        "preprocessing": _preprocessing_record(result, symbol_key),
+        "preprocessing": _preprocessing_record(result),
         "model_json": result.model.to_json(),
     }
+
+
+def write_signature(adata, sig, key: str, params: dict) -> None:
+    """Write the :class:`~ardselect.Signature` ``sig`` into ``adata`` under ``key``, with ``params``."""
+    _write_results(adata, sig, key, params)
+    record = _scanpy_record(sig, sig.genes, sig.log2_fc)
+    if record is not None:
+        adata.uns[key].update(record)
+        adata.uns[key]["params"].update(_SCANPY_PARAMS)
+
+
+def check_key(key_added) -> None:
+    """``key_added`` must name one ``uns`` entry."""
+    if not isinstance(key_added, str) or not key_added or "/" in key_added:
+        # h5ad and zarr read "a/b" back as a nested group, so the results would be lost.
+        msg = f"key_added must be a non-empty string without '/'; got {key_added!r}"
+        raise ValueError(msg)
+
+
+def check_var_in_genes(var_names, genes) -> None:
+    """Every gene of ``var`` must be among the genes fitted: its ``var`` columns are looked up by name."""
+    from .exceptions import DataError
+
+    missing = var_names[~var_names.isin(genes)]
+    if len(missing):
+        shown = ", ".join(map(repr, missing[:5].astype(str))) + (", ..." if len(missing) > 5 else "")
+        msg = (f"use_raw: {len(missing)} gene(s) of adata.var are not in adata.raw ({shown}); "
+               "each gene of var takes its results from raw by name")
+        raise DataError(msg)

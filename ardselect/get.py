@@ -97,7 +97,8 @@ def ranked_genes_df(
         gene in the model; 0 outside it), ``alpha`` (the precision the model uses, ``inf`` outside it),
         ``entered_step`` (first path step with the gene in the model, ``<NA>`` if never),
         ``log_bf_conditional`` (log Bayes factor of the gene in against out, given the other
-        selected genes), ``z`` (signed z of the weight), ``log_bf_marginal`` (the gene alone against the intercept alone),
+        selected genes), ``z`` (signed z of the weight), ``log_bf_marginal`` (the gene alone
+        against the intercept alone),
         ``cv_frequency`` (share of the inner cross-validation's fold models of the chosen size
         that hold the gene), ``t_stat`` (Welch's t of the gene in the class against the rest),
         ``log2_fc`` (scanpy's log2 fold change of the same contrast, NaN unless the data are on
@@ -105,7 +106,7 @@ def ranked_genes_df(
         ``note`` (for a selected gene whose weight has the other sign than ``direction``); see
         :meth:`ardselect.ARDClassifier.ranked_features`. Rows by class, then rank.
     """
-    from ._anndata import ARD_GENE_TABLE_RENAMES, GENE_TABLE_RENAMES
+    from ._anndata_results import ARD_GENE_TABLE_RENAMES, GENE_TABLE_RENAMES
 
     stored = _stored(adata, key)
     renames = GENE_TABLE_RENAMES if _is_spikeslab(stored) else ARD_GENE_TABLE_RENAMES
@@ -223,17 +224,24 @@ def _symbol_like(values) -> np.ndarray:
             & (text.str.len() <= _SYMBOL_MAX)).to_numpy()
 
 
-def _naming(stored: dict, table: pd.DataFrame | None = None) -> tuple[bool, str]:
-    """Whether the ranked table's ``description`` holds gene symbols, and a sentence saying so.
-
-    A column chosen by ``symbol_key`` counts as symbols only if most of its values are single
-    words (``--symbol-key description`` holds free text: the identifiers are kept).
-    """
+def _stored_naming(stored: dict, table: pd.DataFrame | None = None) -> tuple[bool, str]:
+    """:func:`_naming` of the results stored in ``uns``."""
     pre = stored.get("preprocessing", {})
     params = stored.get("params", {})
     key = str(pre.get("symbol_key", "None"))
     chosen = str(params.get("symbol_key", "None")) != "None"
-    if key != "None" and (chosen or key in _SYMBOL_COLUMNS):
+    return _naming(None if key == "None" else key, table, chosen=chosen)
+
+
+def _naming(key: str | None, table: pd.DataFrame | None = None, *,
+            chosen: bool) -> tuple[bool, str]:
+    """Whether the ranked table's ``description`` holds gene symbols, and a sentence saying so.
+
+    ``key`` is the symbol column, ``chosen`` whether the caller named it (``symbol_key``). A
+    column so chosen counts as symbols only if most of its values are single words
+    (``--symbol-key description`` holds free text: the identifiers are kept).
+    """
+    if key is not None and (chosen or key in _SYMBOL_COLUMNS):
         if table is not None and chosen and key not in _SYMBOL_COLUMNS:
             given = table["description"].fillna("").astype(str).str.strip() != ""
             if given.any() and _symbol_like(table["description"])[given.to_numpy()].mean() < 0.5:
@@ -254,8 +262,13 @@ def _labels(table: pd.DataFrame, *, use_symbols: bool) -> np.ndarray:
 
 def _problems(stored: dict) -> list[tuple[str, str]]:
     """``(class, what it is compared with)`` for every binary problem, in stored order."""
-    classes = [str(c) for c in np.asarray(stored["classes"]).tolist()]
-    problems = [str(p) for p in np.asarray(stored["problems"]).tolist()]
+    return _problem_pairs([str(c) for c in np.asarray(stored["classes"]).tolist()],
+                          [str(p) for p in np.asarray(stored["problems"]).tolist()])
+
+
+def _problem_pairs(classes, problems) -> list[tuple[str, str]]:
+    """``(class, what it is compared with)`` for every binary problem, in order."""
+    classes, problems = [str(c) for c in classes], [str(p) for p in problems]
     if len(problems) == 1 and len(classes) == 2:
         other = classes[0] if problems[0] == classes[1] else classes[1]
         return [(problems[0], other)]
@@ -279,12 +292,19 @@ def gene_sets(adata, key: str = "ardselect") -> dict[str, tuple[str, list[str]]]
     """
     stored = _stored(adata, key)
     params = stored.get("params", {})
-    criterion = params.get("criterion", "?")
-    label_key = params.get("groupby", "?")
-    use_symbols, naming = _naming(stored, ranked_genes_df(adata, key))
-    ranked = ranked_genes_df(adata, key, selected_only=True)
+    use_symbols, naming = _stored_naming(stored, ranked_genes_df(adata, key))
+    return _enrichment_sets(
+        ranked_genes_df(adata, key, selected_only=True), _problems(stored),
+        label_key=params.get("groupby", "?"), criterion=params.get("criterion", "?"),
+        threshold=float(stored["threshold"]) if _is_spikeslab(stored) else None,
+        use_symbols=use_symbols, naming=naming)
+
+
+def _enrichment_sets(ranked: pd.DataFrame, pairs, *, label_key, criterion, threshold,
+                     use_symbols: bool, naming: str) -> dict[str, tuple[str, list[str]]]:
+    """:func:`gene_sets` of the selected rows ``ranked``; ``threshold`` given for spike-and-slab."""
     sets = {}
-    for cls, other in _problems(stored):
+    for cls, other in pairs:
         block = ranked[ranked["class"] == cls]
         names = _labels(block, use_symbols=use_symbols)
         direction = block["direction"].astype(str).to_numpy()
@@ -293,9 +313,9 @@ def gene_sets(adata, key: str = "ardselect") -> dict[str, tuple[str, list[str]]]
             if not genes:
                 continue
             how = "higher" if way == "up" else "lower"
-            if _is_spikeslab(stored):
+            if threshold is not None:
                 desc = (f"ardselect spike-and-slab: {len(genes)} genes with PIP > "
-                        f"{float(stored['threshold']):g} and mean {how} in {label_key}={cls} "
+                        f"{threshold:g} and mean {how} in {label_key}={cls} "
                         f"than in {other}; {naming}")
             else:
                 desc = (f"ardselect ARD-EP: {len(genes)} selected genes with mean {how} in "
@@ -336,7 +356,12 @@ def ranked_list(adata, key: str = "ardselect", *, group: str | None = None) -> p
             raise KeyError(msg)
         group = problems[0]
     table = ranked_genes_df(adata, key, group=group)
-    use_symbols, _ = _naming(stored, table)
+    use_symbols, _ = _stored_naming(stored, table)
+    return _ranked_list(table, use_symbols=use_symbols)
+
+
+def _ranked_list(table: pd.DataFrame, *, use_symbols: bool) -> pd.DataFrame:
+    """:func:`ranked_list` of one class's rows of the ranked table."""
     t = table["t_stat"].to_numpy(float)
     sel = table["selected"].to_numpy(bool)
     lift = float(np.nanmax(np.abs(t[~sel]), initial=0.0)) if (~sel).any() else 0.0

@@ -96,7 +96,8 @@ def one_replicate(seed, n_donors, cells, n_genes):
     }
     for name, (fit_on, score_on, groups) in ways.items():
         t0 = time.perf_counter()
-        ardselect.rank_genes(fit_on, "cell_type", groups=groups, log="none")
+        ardselect.rank_genes(fit_on, "cell_type", groups=groups,
+                             preprocessor=ardselect.preprocessing.Preprocessor(log="none"))
         seconds = time.perf_counter() - t0
         genes, error = scored(fit_on, score_on)
         rows.append({"seed": seed, "way": name, "samples": fit_on.n_obs, "genes": genes.size,

@@ -360,10 +360,9 @@ def rank_run(args, path, X, y):
 
     import ardselect
 
-    params = {"criterion": args.criterion,
-              "estimator_params": {"max_samples": args.max_samples,
-                                   "inclusion_penalty": args.penalty,
-                                   "intercept_alpha": args.intercept}}
+    params = {"estimator": ardselect.ARDClassifier(
+        criterion=args.criterion, max_samples=args.max_samples, inclusion_penalty=args.penalty,
+        intercept_alpha=args.intercept)}
     with LocalCluster(n_workers=args.jobs, threads_per_worker=1, dashboard_address=None) as cluster, \
             Client(cluster):
         lazy = ardselect.io.read_lazy(path)

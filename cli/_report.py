@@ -307,29 +307,24 @@ def _choice(frontier, cls, criterion: str, step: int, n_selected: int) -> str:
             f"(<code>--cv-rule 1se</code>).{prior}")
 
 
-def write_fit_report(folder: Path, adata, *, data: Path, label_key: str, command: str) -> Path:
+def write_fit_report(folder: Path, sig, adata, *, data: Path, label_key: str,
+                     command: str) -> Path:
     """Write ``folder / "report.html"`` for a ``fit`` whose other outputs are in ``folder``.
 
-    ``adata`` holds the results of :func:`ardselect.rank_genes` (key ``"ardselect"``); the
-    figures are read from ``folder``; ``command`` is the command line that reproduces the run.
+    ``sig`` is the :class:`ardselect.Signature` of ``adata`` (the data read, for its samples and
+    labels); the figures are read from ``folder``; ``command`` is the command line that
+    reproduces the run.
     """
-    import numpy as np
-
     import ardselect
 
-    from ._options import class_counts, data_shape, fitted_on_raw
+    from ._options import class_counts, data_shape
 
-    stored = adata.uns["ardselect"]
-    params = stored["params"]
-    est = dict(params.get("estimator_params") or {})
-    criterion = str(params.get("criterion", "cv"))
-    classes = [str(c) for c in stored["classes"]]
-    problems = [str(p) for p in np.asarray(stored["problems"]).tolist()]
-    ranked = ardselect.get.ranked_genes_df(adata)
-    frontier = ardselect.get.frontier_df(adata)
-    steps = ardselect.get.chosen_steps(adata)
+    est = sig.estimator.get_params()
+    criterion = str(sig.criterion)
+    classes, problems, ranked, frontier = sig.classes, sig.problems, sig.ranked, sig.frontier
+    steps = sig.chosen_step
     multi = len(problems) > 1
-    n_fit = int(stored.get("n_fit_samples", adata.n_obs))
+    n_fit = sig.n_fit_samples
 
     if multi:
         comparison = f"each class against the rest ({len(problems)} problems)"
@@ -345,14 +340,14 @@ def write_fit_report(folder: Path, adata, *, data: Path, label_key: str, command
     fitted = (f"all {n_fit} samples" if n_fit >= adata.n_obs
               else f"a stratified sketch of {n_fit} of {adata.n_obs} samples")
     items = [
-        ("Data", _esc(f"{data.name}: {data_shape(adata, use_raw=fitted_on_raw(adata))}")),
+        ("Data", _esc(f"{data.name}: {data_shape(adata, use_raw=sig.use_raw)}")),
         ("Labels", _esc(f"{label_key}: {class_counts(adata.obs[label_key])}")),
         ("Comparison", _esc(comparison)),
-        ("Preprocessing", _esc(stored["preprocessing"]["description"])),
+        ("Preprocessing", _esc(sig.preprocessing.describe())),
         ("Fitted on", _esc(fitted)),
         ("Settings", _esc(", ".join(settings))),
     ]
-    held = [str(c) for c in np.atleast_1d(params.get("covariates", []))]
+    held = list(sig.covariate_names)
     if held:
         items.append(("Covariates held", _esc(
             f"{', '.join(held)}: in every model at a fixed weak prior, never pruned, counted or "

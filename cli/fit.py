@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -41,7 +42,6 @@ from ._options import (
     class_counts,
     covariate_names,
     data_shape,
-    fitted_on_raw,
     input_errors,
     read_input,
     refuse_given,
@@ -295,96 +295,160 @@ def fit(
             if criterion.value == "cv" and adata.obs[pseudobulk].nunique() < 2:
                 msg = f"--pseudobulk {pseudobulk}: a single donor; at least 2 are needed"
                 raise ardselect.DataError(msg)
+        cv = criterion.value == "cv" and not spikeslab
+        with input_errors(data):
+            expression = ardselect.ExpressionData.from_anndata(
+                adata, label_key, layer=layer, use_raw=use_raw, groups=groups if cv else None,
+                symbol_key=symbol_key, covariates=held)
+        expression.notice_scaled_x()
+        preprocessor = ardselect.preprocessing.Preprocessor(
+            log=log.value, pseudocount=pseudocount, floor=floor, cap=cap, standardize=standardize)
+        estimator = ardselect.SpikeSlabClassifier() if spikeslab else ardselect.ARDClassifier(
+            criterion=criterion.value, random_state=seed_value(seed), n_jobs=n_jobs,
+            certainty=certainty, inclusion_penalty=penalty, max_samples=max_samples,
+            max_genes=max_genes, cv_rule=cv_rule.value, multiclass=multiclass.value,
+            **({} if max_steps is None else {"max_steps": int(max_steps)}))
+        written = FitOutputs(data=data, label_key=label_key, out=out, write_h5ad=write_h5ad,
+                             overwrite=overwrite, symbol_key_given=symbol_key is not None,
+                             command=command_line(ctx))
         if spikeslab:
-            _fit_spikeslab(adata, data, label_key, positive=positive, layer=layer,
-                           use_raw=use_raw, log=log.value, pseudocount=pseudocount, floor=floor,
-                           cap=cap, standardize=standardize, symbol_key=symbol_key, out=out,
-                           write_h5ad=write_h5ad, quiet=quiet, show=show, overwrite=overwrite)
+            _fit_spikeslab(expression, preprocessor, positive, adata, written, quiet=quiet,
+                           show=show)
             return
-        y = adata.obs[label_key]
-        n_classes = y.dropna().astype(str).nunique()
-        n_problems = n_classes if (n_classes > 2 and positive is None) else 1
-        # One path per problem, and with the inner cross-validation one more per fold and repeat
-        # (at most cv x cv_repeats: fewer folds when a class is small).
-        defaults = ardselect.ARDClassifier()
-        cv = criterion.value == "cv"
-        n_folds = defaults.cv * defaults.cv_repeats if cv else 0
-        if multiclass.value == "shared":
-            n_problems = 1  # one path for all classes
-        n_paths = n_problems * (1 + n_folds)
+        n_paths = _n_paths(estimator, expression, positive)
         if max_samples is None and adata.n_obs > LARGE_FIT:
             warn_line(
                 f"{adata.n_obs:,} samples and no --max-samples: the exact fit runs EP on every "
                 f"sample along {n_paths} paths and can take hours; --max-samples "
                 f"{SKETCH_HINT} fits a stratified sketch of {SKETCH_HINT:,} instead")
         with path_progress(n_paths, quiet=quiet):
-            ardselect.rank_genes(
-                adata,
-                label_key,
-                positive=positive,
-                layer=layer,
-                use_raw=use_raw,
-                criterion=criterion.value,
-                log=log.value,
-                pseudocount=pseudocount,
-                floor=floor,
-                cap=cap,
-                standardize=standardize,
-                symbol_key=symbol_key,
-                max_steps=max_steps,
-                groups=groups if criterion.value == "cv" else None,
-                covariates=held,
-                estimator_params={"random_state": seed_value(seed), "n_jobs": n_jobs,
-                                  "certainty": certainty,
-                                  "inclusion_penalty": penalty,
-                                  "max_samples": max_samples, "max_genes": max_genes,
-                                  "cv_rule": cv_rule.value, "multiclass": multiclass.value},
-            )
-        ranked = ardselect.get.ranked_genes_df(adata)
-        multi = ranked["class"].nunique() > 1
-        table = ranked if multi else ranked.drop(columns="class")
-        path_table = ardselect.get.path_df(adata)
-        stored = adata.uns["ardselect"]
-        classes = [str(c) for c in stored["classes"]]
-        if multi:
-            shared = ", shared genes" if multiclass.value == "shared" else ""
-            title = f"{data.name}: {label_key}, each class vs rest{shared} ({criterion.value})"
-        else:
-            title = f"{data.name}: {classes[1]} vs {classes[0]} ({criterion.value})"
+            sig = ardselect.fit_signature(expression, preprocessor=preprocessor,
+                                          estimator=estimator, positive=positive)
+        written.ard(sig, adata)
+        if not quiet:
+            _fit_summary(sig, adata, written, show)
+
+
+def _fit_spikeslab(expression, preprocessor, positive, adata, written, *, quiet, show):
+    """``fit --model spike-slab``: rank genes by PIP and write SPIKESLAB_OUTPUTS and the .rnk files."""
+    import ardselect
+
+    if not quiet:
+        stdout_console().print(f"fitting the spike-and-slab model on "
+                               f"{data_shape(adata, use_raw=expression.use_raw)} ...")
+    sig = ardselect.fit_signature(expression, preprocessor=preprocessor,
+                                  estimator=ardselect.SpikeSlabClassifier(), positive=positive)
+    written.spikeslab(sig, adata)
+    if not quiet:
+        _spikeslab_summary(sig, adata, written, show)
+
+
+def _n_paths(estimator, expression, positive) -> int:
+    """Paths the fit runs, for the progress display.
+
+    One per problem, and with the inner cross-validation one more per fold and repeat (at most
+    cv x cv_repeats: fewer folds when a class is small).
+    """
+    import pandas as pd
+
+    n_classes = pd.Series(expression.labels).dropna().astype(str).nunique()
+    n_problems = n_classes if (n_classes > 2 and positive is None) else 1
+    if estimator.multiclass == "shared":
+        n_problems = 1  # one path for all classes
+    n_folds = estimator.cv * estimator.cv_repeats if estimator.criterion == "cv" else 0
+    return n_problems * (1 + n_folds)
+
+
+@dataclass(frozen=True)
+class FitOutputs:
+    """Where ``fit`` writes, and how: the folder, the .h5ad file and what names the genes."""
+
+    data: Path
+    label_key: str
+    out: Path
+    write_h5ad: Path | None
+    overwrite: bool
+    symbol_key_given: bool
+    command: str
+
+    def title(self, sig) -> str:
+        """The figures' title: the data, the comparison and the criterion."""
+        if len(sig.problems) > 1:
+            shared = ", shared genes" if sig.estimator.multiclass == "shared" else ""
+            return (f"{self.data.name}: {self.label_key}, each class vs rest{shared} "
+                    f"({sig.criterion})")
+        return f"{self.data.name}: {sig.classes[1]} vs {sig.classes[0]} ({sig.criterion})"
+
+    def _gene_lists(self, sig, tmp: Path) -> None:
+        """genes.tsv, genes.gmt and the .rnk files."""
+        import ardselect
+
+        multi = len(sig.problems) > 1
+        ardselect.io.write_tsv(sig.ranked if multi else sig.ranked.drop(columns="class"),
+                               tmp / "genes.tsv")
+        ardselect.io.write_gmt(sig.enrichment_sets(symbol_key_given=self.symbol_key_given),
+                               tmp / "genes.gmt")
+        for name, group in _rnk_files(sig.problems):
+            ardselect.io.write_rnk(
+                sig.ranked_list(group, symbol_key_given=self.symbol_key_given), tmp / name)
+
+    def _h5ad(self, sig, adata, tx) -> None:
+        if self.write_h5ad is not None:
+            sig.to_anndata(adata, symbol_key_given=self.symbol_key_given)
+            adata.write_h5ad(tx.file(self.write_h5ad))
+
+    def ard(self, sig, adata) -> None:
+        """Every output of the ARD fit, written atomically."""
+        import ardselect
+
+        pl = ardselect.pl
+        multi = len(sig.problems) > 1
+        title = self.title(sig)
         with Transaction() as tx:
-            tmp = tx.directory(out, replace=overwrite)
-            ardselect.io.write_tsv(table, tmp / "genes.tsv")
-            ardselect.io.write_gmt(ardselect.get.gene_sets(adata), tmp / "genes.gmt")
-            for name, group in _rnk_files(adata):
-                ardselect.io.write_rnk(ardselect.get.ranked_list(adata, group=group), tmp / name)
-            frontier = ardselect.get.frontier_df(adata)
-            if len(frontier):
-                ardselect.io.write_tsv(frontier if multi else frontier.drop(columns="class"),
+            tmp = tx.directory(self.out, replace=self.overwrite)
+            self._gene_lists(sig, tmp)
+            if len(sig.frontier):
+                ardselect.io.write_tsv(sig.frontier if multi
+                                       else sig.frontier.drop(columns="class"),
                                        tmp / "frontier.tsv")
-                ardselect.pl.save_png(ardselect.pl.frontier(frontier, title=title),
-                                      tmp / "frontier.png")
-            if groups is not None and criterion.value == "cv":
-                ardselect.io.write_tsv(ardselect.get.cv_groups_df(adata).rename(
-                    columns={"group": groups}), tmp / "groups.tsv")
-            if held:
-                weights = ardselect.get.covariates_df(adata)
+                pl.save_png(pl.frontier(sig.frontier, title=title), tmp / "frontier.png")
+            if sig.groups_key is not None:
+                ardselect.io.write_tsv(sig.cv_groups.rename(columns={"group": sig.groups_key}),
+                                       tmp / "groups.tsv")
+            if sig.covariate_names:
+                weights = sig.covariates
                 ardselect.io.write_tsv(weights if multi else weights.drop(columns="class"),
                                        tmp / "covariates.tsv")
-            ardselect.io.write_tsv(path_table, tmp / "path.tsv")
-            ardselect.pl.save_png(ardselect.pl.path(path_table, title=title), tmp / "path.png")
-            ardselect.pl.save_png(ardselect.pl.inclusion(ranked, title=title),
-                                  tmp / "inclusion.png")
-            ardselect.pl.save_png(ardselect.pl.certainty(ranked, title=title),
-                                  tmp / "certainty.png")
-            ardselect.get.model(adata).save(tmp / "model.json")
-            write_fit_report(tmp, adata, data=data, label_key=label_key,
-                             command=command_line(ctx))
-            if write_h5ad is not None:
-                adata.write_h5ad(tx.file(write_h5ad))
+            ardselect.io.write_tsv(sig.path, tmp / "path.tsv")
+            pl.save_png(pl.path(sig.path, title=title), tmp / "path.png")
+            pl.save_png(pl.inclusion(sig.ranked, title=title), tmp / "inclusion.png")
+            pl.save_png(pl.certainty(sig.ranked, title=title), tmp / "certainty.png")
+            sig.model.save(tmp / "model.json")
+            write_fit_report(tmp, sig, adata, data=self.data, label_key=self.label_key,
+                             command=self.command)
+            self._h5ad(sig, adata, tx)
             tx.commit()
-        if not quiet:
-            _fit_summary(adata, data, label_key, criterion.value, out, write_h5ad, show,
-                         groups if criterion.value == "cv" else None, held)
+
+    def spikeslab(self, sig, adata) -> None:
+        """Every output of the spike-and-slab fit (SPIKESLAB_OUTPUTS, .rnk), written atomically."""
+        import ardselect
+
+        multi = len(sig.problems) > 1
+        sets = sig.credible_sets
+        with Transaction() as tx:
+            tmp = tx.directory(self.out, replace=self.overwrite)
+            ardselect.io.write_tsv(sig.ranked if multi else sig.ranked.drop(columns="class"),
+                                   tmp / "genes.tsv")
+            ardselect.io.write_tsv(sets if multi else sets.drop(columns="class"),
+                                   tmp / "credible_sets.tsv")
+            ardselect.io.write_gmt(sig.enrichment_sets(symbol_key_given=self.symbol_key_given),
+                                   tmp / "genes.gmt")
+            for name, group in _rnk_files(sig.problems):
+                ardselect.io.write_rnk(
+                    sig.ranked_list(group, symbol_key_given=self.symbol_key_given), tmp / name)
+            sig.model.save(tmp / "model.json")
+            self._h5ad(sig, adata, tx)
+            tx.commit()
 
 
 def _refuse_ard_options(ctx):
@@ -415,53 +479,19 @@ def _attach_symbols(adata, path: Path) -> None:
     adata.var["symbol"] = [mapping.get(str(g), "") for g in adata.var_names]
 
 
-def _fit_spikeslab(adata, data, label_key, *, positive, layer, use_raw, log, pseudocount, floor,
-                   cap, standardize, symbol_key, out, write_h5ad, quiet, show, overwrite):
-    """``fit --model spike-slab``: rank genes by PIP and write SPIKESLAB_OUTPUTS and the .rnk files."""
-    import ardselect
-
-    if not quiet:
-        stdout_console().print(f"fitting the spike-and-slab model on "
-                               f"{data_shape(adata, use_raw=use_raw)} ...")
-    ardselect.rank_genes(adata, label_key, positive=positive, layer=layer, use_raw=use_raw,
-                         log=log, pseudocount=pseudocount, floor=floor, cap=cap,
-                         standardize=standardize, symbol_key=symbol_key, model="spike-slab")
-    ranked = ardselect.get.ranked_genes_df(adata)
-    sets = ardselect.get.credible_sets_df(adata)
-    multi = ranked["class"].nunique() > 1
-    with Transaction() as tx:
-        tmp = tx.directory(out, replace=overwrite)
-        ardselect.io.write_tsv(ranked if multi else ranked.drop(columns="class"),
-                               tmp / "genes.tsv")
-        ardselect.io.write_tsv(sets if multi else sets.drop(columns="class"),
-                               tmp / "credible_sets.tsv")
-        ardselect.io.write_gmt(ardselect.get.gene_sets(adata), tmp / "genes.gmt")
-        for name, group in _rnk_files(adata):
-            ardselect.io.write_rnk(ardselect.get.ranked_list(adata, group=group), tmp / name)
-        ardselect.get.model(adata).save(tmp / "model.json")
-        if write_h5ad is not None:
-            adata.write_h5ad(tx.file(write_h5ad))
-        tx.commit()
-    if not quiet:
-        _spikeslab_summary(adata, data, label_key, out, write_h5ad, show)
-
-
-def _spikeslab_summary(adata, data, label_key, out, write_h5ad, show):
+def _spikeslab_summary(sig, adata, written: FitOutputs, show):
     import pandas as pd
 
-    import ardselect
-
     console = stdout_console()
-    stored = adata.uns["ardselect"]
-    classes = [str(c) for c in stored["classes"]]
-    threshold = float(stored["threshold"])
-    ranked = ardselect.get.ranked_genes_df(adata)
-    sets = ardselect.get.credible_sets_df(adata)
+    classes = sig.classes
+    threshold = float(sig.estimator.threshold)
+    ranked = sig.ranked
+    sets = sig.credible_sets
     console.print(
-        f"[bold]{data.name}[/]: {data_shape(adata, use_raw=fitted_on_raw(adata))}; "
-        f"{label_key}: {class_counts(adata.obs[label_key])}"
+        f"[bold]{written.data.name}[/]: {data_shape(adata, use_raw=sig.use_raw)}; "
+        f"{written.label_key}: {class_counts(adata.obs[written.label_key])}"
     )
-    console.print(f"preprocessing: {stored['preprocessing']['description']}")
+    console.print(f"preprocessing: {sig.preprocessing.describe()}")
     shown = False
     for cls in dict.fromkeys(ranked["class"]):
         block = ranked[ranked["class"] == cls]
@@ -495,11 +525,12 @@ def _spikeslab_summary(adata, data, label_key, out, write_h5ad, show):
             "(down) in the class than in the rest; *: the weight has the other sign; weight: "
             "posterior mean and sd"
         )
-    rnk = [name for name, _ in _rnk_files(adata)]
+    rnk = [name for name, _ in _rnk_files(sig.problems)]
     if len(rnk) > 1:
         rnk = [f"rnk/ ({len(rnk)} .rnk files)"]
-    written = ", ".join(f"{out}/{name}" for name in (*SPIKESLAB_OUTPUTS, *rnk))
-    console.print(f"wrote {written}" + (f", {write_h5ad}" if write_h5ad else ""))
+    out, write_h5ad = written.out, written.write_h5ad
+    files = ", ".join(f"{out}/{name}" for name in (*SPIKESLAB_OUTPUTS, *rnk))
+    console.print(f"wrote {files}" + (f", {write_h5ad}" if write_h5ad else ""))
 
 
 def _how_chosen(frontier, cls, criterion, step):
@@ -531,7 +562,7 @@ def _inclusion_penalty(value: str):
     return number
 
 
-def _rnk_files(adata):
+def _rnk_files(problems):
     """``(file name, class)`` of the pre-ranked lists: ``genes.rnk``, or ``rnk/CLASS.rnk`` per class.
 
     Class names become file names with anything but letters, digits, ``.``, ``-`` and ``_``
@@ -539,9 +570,7 @@ def _rnk_files(adata):
     """
     import re
 
-    import numpy as np
-
-    problems = [str(p) for p in np.asarray(adata.uns["ardselect"]["problems"]).tolist()]
+    problems = [str(p) for p in problems]
     if len(problems) == 1:
         return [("genes.rnk", problems[0])]
     out, used = [], set()
@@ -556,43 +585,43 @@ def _rnk_files(adata):
     return out
 
 
-def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show, groups=None,
-                 covariates=None):
-    import pandas as pd
-
-    import ardselect
-
-    console = stdout_console()
-    stored = adata.uns["ardselect"]
-    classes = [str(c) for c in stored["classes"]]
-    pre = stored["preprocessing"]
-    ranked = ardselect.get.ranked_genes_df(adata)
+def _summary_header(console, sig, adata, written: FitOutputs):
+    """The summary's lines on the data, the preprocessing, the covariates and the rows fitted."""
     console.print(
-        f"[bold]{data.name}[/]: {data_shape(adata, use_raw=fitted_on_raw(adata))}; "
-        f"{label_key}: {class_counts(adata.obs[label_key])}"
+        f"[bold]{written.data.name}[/]: {data_shape(adata, use_raw=sig.use_raw)}; "
+        f"{written.label_key}: {class_counts(adata.obs[written.label_key])}"
     )
-    console.print(f"preprocessing: {pre['description']}")
+    console.print(f"preprocessing: {sig.preprocessing.describe()}")
     pseudo = adata.uns.get("pseudobulk")
     if pseudo is not None:
         console.print(f"pseudobulk: {int(pseudo['n_samples'])} {pseudo['donor']}-and-label "
                       f"samples from {int(pseudo['n_cells'])} cells (counts from "
                       f"{pseudo['source']}, then {pseudo['normalisation']})")
-    if covariates:
-        console.print(f"covariates held in every model: {', '.join(covariates)} (weights: "
-                      "covariates.tsv)")
-    n_fit = int(stored.get("n_fit_samples", adata.n_obs))
+    if sig.covariate_names:
+        console.print(f"covariates held in every model: {', '.join(sig.covariate_names)} "
+                      "(weights: covariates.tsv)")
+    n_fit = sig.n_fit_samples
     if n_fit < adata.n_obs:
         console.print(f"fitted on a stratified sketch of {n_fit} of {adata.n_obs} samples "
                       "(--max-samples)")
-    elif int(stored.get("n_store_passes", 0)):
+    elif sig.n_store_passes:
         console.print(f"fitted exactly on all {n_fit} samples of the store, by "
-                      f"{int(stored['n_store_passes'])} passes over its chunks")
+                      f"{sig.n_store_passes} passes over its chunks")
+
+
+def _fit_summary(sig, adata, written: FitOutputs, show):
+    import pandas as pd
+
+    console = stdout_console()
+    classes, ranked, criterion = sig.classes, sig.ranked, sig.criterion
+    groups, covariates = sig.groups_key, sig.covariate_names
+    _summary_header(console, sig, adata, written)
     shown = False
-    frontier = ardselect.get.frontier_df(adata)
+    frontier = sig.frontier
     for cls in dict.fromkeys(ranked["class"]):
         block = ranked[ranked["class"] == cls]
         n_sel = int(block["selected"].sum())
-        step = ardselect.get.chosen_steps(adata)[cls]
+        step = sig.chosen_step[cls]
         what = f"{cls} vs rest" if len(classes) > 2 else f"{classes[1]} vs {classes[0]}"
         console.print(f"{what}: {n_sel} gene(s) {_how_chosen(frontier, cls, criterion, step)}")
         rows = block[block["selected"]].head(show)
@@ -633,12 +662,12 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show, group
             "of them (alternatives: genes.tsv); in folds: share of the cross-validation's models "
             "holding the gene"
         )
-    rnk = [name for name, _ in _rnk_files(adata)]
+    rnk = [name for name, _ in _rnk_files(sig.problems)]
     if len(rnk) > 1:
         rnk = [f"rnk/ ({len(rnk)} .rnk files)"]
     front = FRONTIER_OUTPUTS if len(frontier) else ()
     if groups is not None:
-        table = ardselect.get.cv_groups_df(adata)
+        table = sig.cv_groups
         worst = table.sort_values(["cv_error", "cv_log_loss"], ascending=False).iloc[0]
         n_held = int(table["n_samples"].sum())
         error = float((table["cv_error"] * table["n_samples"]).sum()) / n_held
@@ -650,6 +679,7 @@ def _fit_summary(adata, data, label_key, criterion, out, write_h5ad, show, group
         front = (*front, *GROUP_OUTPUTS)
     if covariates:
         front = (*front, *COVARIATE_OUTPUTS)
-    written = ", ".join(f"{out}/{name}" for name in (*FIT_OUTPUTS[:2], *rnk, *front,
-                                                     *FIT_OUTPUTS[2:]))
-    console.print(f"wrote {written}" + (f", {write_h5ad}" if write_h5ad else ""))
+    out, write_h5ad = written.out, written.write_h5ad
+    files = ", ".join(f"{out}/{name}" for name in (*FIT_OUTPUTS[:2], *rnk, *front,
+                                                   *FIT_OUTPUTS[2:]))
+    console.print(f"wrote {files}" + (f", {write_h5ad}" if write_h5ad else ""))

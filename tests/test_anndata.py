@@ -11,12 +11,20 @@ import pytest
 import scipy.sparse as sp
 
 import ardselect
-from ardselect import DataError, LabelError
-from ardselect._anndata import _rank_core
+from ardselect import ARDClassifier, DataError, ExpressionData, LabelError, fit_signature
+from ardselect.preprocessing import Preprocessor
 
 #: A paper-style model (type-II maximum likelihood, the intercept an ARD weight, precision floor
 #: 0.1, tol 1e-5) for the fixtures that check the path and certainty plumbing on a known model.
 _PAPER = {"inclusion_penalty": 0.0, "intercept_alpha": "ard", "alpha_min": 0.1, "tol": 1e-5}
+
+
+def _fit(X, labels, genes, **kwargs):
+    """fit_signature of arrays: samples named "row i"."""
+    data = ExpressionData(X=X, labels=np.asarray(labels), var_names=pd.Index(genes),
+                          obs_names=pd.Index([f"row {i}" for i in range(X.shape[0])]),
+                          label_key="label")
+    return fit_signature(data, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -25,16 +33,16 @@ def binary(adata_factory):
     adata.X[:, 5] = 42.0  # a constant gene: dropped and counted
     # The paper's model (criterion "loo", type-II maximum likelihood): these tests check the path
     # and certainty plumbing on a known model.
-    out = ardselect.rank_genes(adata, "label", criterion="loo", copy=True,
-                               estimator_params=_PAPER)
+    out = ardselect.rank_genes(adata, "label", copy=True,
+                               estimator=ARDClassifier(criterion="loo", **_PAPER))
     return adata, out
 
 
 @pytest.fixture(scope="module")
 def multi(adata_factory):
     adata = adata_factory(n_samples=36, n_genes=24, n_classes=3)
-    ardselect.rank_genes(adata, "label", criterion="loo", key_added="markers",
-                         estimator_params=_PAPER)
+    ardselect.rank_genes(adata, "label", key_added="markers",
+                         estimator=ARDClassifier(criterion="loo", **_PAPER))
     return adata
 
 
@@ -170,8 +178,8 @@ def test_portable_model_matches_estimator_on_held_out(n_classes, expression):
     df = expression(n_samples=48, n_genes=20, n_classes=n_classes, seed=5)
     genes = [c for c in df.columns if c.startswith("G")]
     train, test = df.iloc[:36], df.iloc[36:]
-    res = _rank_core(train[genes].to_numpy(), train["label"].to_numpy(), genes)
-    expected = res.estimator.predict_proba(res.preprocessor.transform(test[genes].to_numpy()))
+    res = _fit(train[genes].to_numpy(), train["label"].to_numpy(), genes)
+    expected = res.estimator.predict_proba(res.preprocessing.transform(test[genes].to_numpy()))
     # The portable model needs only its own genes, in any order, among others.
     shuffled = test[genes[::-1]].assign(extra=1.0)
     got = res.model.predict_proba(shuffled)
@@ -294,33 +302,27 @@ def test_not_anndata():
     ],
 )
 def test_labels_that_cannot_be_classes_are_refused(labels, match):
-    from ardselect._anndata import _rank_core
-
     rng = np.random.default_rng(0)
     X = rng.normal(size=(24, 6))
     with pytest.raises(ardselect.LabelError, match=match):
-        _rank_core(X, np.array(labels, dtype=object), [f"g{i}" for i in range(6)])
+        _fit(X, np.array(labels, dtype=object), [f"g{i}" for i in range(6)])
 
 
 def test_cluster_ids_are_classes():
-    from ardselect._anndata import _rank_core
-
     rng = np.random.default_rng(1)
     y = np.repeat(np.arange(12), 3)  # 12 clusters numbered 0..11: classes, not a measurement
     X = rng.normal(size=(36, 14))
     X[np.arange(36), y] += 4.0
-    res = _rank_core(X, y, [f"g{i}" for i in range(14)])
+    res = _fit(X, y, [f"g{i}" for i in range(14)])
     assert len(res.classes) == 12
 
 
 def test_integer_coded_labels_are_classes():
-    from ardselect._anndata import _rank_core
-
     rng = np.random.default_rng(1)
     X = rng.normal(size=(24, 6))
     y = np.repeat([0, 1], 12)
     X[:, 0] += 2 * y
-    res = _rank_core(X, y, [f"g{i}" for i in range(6)])
+    res = _fit(X, y, [f"g{i}" for i in range(6)])
     assert res is not None
 
 
@@ -357,7 +359,7 @@ def test_path_warnings_name_classes_by_their_labels():
     adata = ad.AnnData(X=X, obs=pd.DataFrame({"cell": y}, index=[f"c{i}" for i in range(y.size)]),
                        var=pd.DataFrame(index=[f"g{j}" for j in range(8)]))
     with pytest.warns(UserWarning, match="stopped at max_steps") as record:
-        ardselect.rank_genes(adata, "cell", max_steps=1)
+        ardselect.rank_genes(adata, "cell", estimator=ARDClassifier(max_steps=1))
     texts = [str(w.message) for w in record if "max_steps" in str(w.message)]
     assert any("class 'CD4+/CD25 T Reg' stopped at max_steps=1 " in t for t in texts), texts
     assert not any("class 0" in t or "class 2" in t for t in texts)
@@ -393,7 +395,8 @@ def test_constant_features_raise_reaches_the_preprocessed_genes(adata_factory):
     adata.X[:, 2] = 5.0
     with pytest.raises(DataError, match=r"1 gene\(s\) are constant \(e\.g\. 'G2'\); drop them or "
                                         r"pass constant_features='warn' or 'ignore'"):
-        ardselect.rank_genes(adata, "label", estimator_params={"constant_features": "raise"})
+        ardselect.rank_genes(adata, "label",
+                             estimator=ARDClassifier(constant_features="raise"))
 
 
 def _sparse_counts(rng, n, p, n_classes):
@@ -407,30 +410,26 @@ def _sparse_counts(rng, n, p, n_classes):
 
 def test_sketch_rows_are_transformed_and_fitted_as_the_estimator_would(rng):
     """rank_genes transforms only the sketch's rows; the fit is the estimator's own sketched fit."""
-    from ardselect import ARDClassifier
-    from ardselect.preprocessing import Preprocessor
-
     X, labels = _sparse_counts(rng, 240, 30, 3)
     params = {"max_samples": 90, "constant_features": "ignore"}
-    res = _rank_core(X, labels, [f"g{j}" for j in range(30)], criterion="loo",
-                     estimator_params=params)
+    res = _fit(X, labels, [f"g{j}" for j in range(30)],
+               estimator=ARDClassifier(criterion="loo", **params))
     codes = np.unique(labels, return_inverse=True)[1]
     pre = Preprocessor().fit(X)
     est = ARDClassifier(criterion="loo", **params).fit(pre.transform(X), codes)
-    np.testing.assert_array_equal(res.fit_rows, est.sketch_)
+    assert res.n_fit_samples == len(est.sketch_) == 90
     np.testing.assert_array_equal(res.estimator.coef_, est.coef_)
     np.testing.assert_array_equal(res.estimator.intercept_, est.intercept_)
     np.testing.assert_array_equal(res.estimator.alpha_, est.alpha_)
     adata = ad.AnnData(X, obs=pd.DataFrame({"cell_type": labels},
                                            index=[f"c{i}" for i in range(240)]))
-    ardselect.rank_genes(adata, "cell_type", criterion="loo", estimator_params=params)
+    ardselect.rank_genes(adata, "cell_type", estimator=ARDClassifier(criterion="loo", **params))
     assert adata.uns["ardselect"]["n_fit_samples"] == 90
 
 
 def test_class_sums_of_a_sparse_matrix_by_row_blocks(rng, monkeypatch):
     """The fold changes' class sums, a block of rows at a time, equal the whole product bit for bit."""
     import ardselect._anndata_results as results
-    from ardselect.preprocessing import Preprocessor
 
     X, _ = _sparse_counts(rng, 300, 40, 3)
     X.data += rng.random(X.nnz).astype(np.float32)  # fractions: rounding shows in the sums

@@ -127,14 +127,14 @@ _HOOKED = textwrap.dedent("""
     def term():
         os.kill(os.getpid(), signal.SIGTERM)
 
-    real = {"tsv": ardselect.io.write_tsv, "rank": ardselect.rank_genes,
+    real = {"tsv": ardselect.io.write_tsv, "rank": ardselect.fit_signature,
             "place": _outputs._place_folder}
 
     def write_tsv(*a, **k):  # SIGTERM after the first table is in the temporary folder
         real["tsv"](*a, **k)
         term()
 
-    def rank_genes(*a, **k):  # SIGTERM as the fit starts
+    def fit_signature(*a, **k):  # SIGTERM as the fit starts
         term()
         return real["rank"](*a, **k)
 
@@ -149,9 +149,9 @@ _HOOKED = textwrap.dedent("""
             time.sleep(0.1)
 
     hooks = {"writing": (ardselect.io, "write_tsv", write_tsv),
-             "fit": (ardselect, "rank_genes", rank_genes),
+             "fit": (ardselect, "fit_signature", fit_signature),
              "commit": (_outputs, "_place_folder", place),
-             "waiting": (ardselect, "rank_genes", waiting)}
+             "waiting": (ardselect, "fit_signature", waiting)}
     outcomes = []
     for where, args in json.loads(sys.argv[1]):  # one command per hook, in this process
         module, name, hook = hooks[where]
@@ -159,7 +159,7 @@ _HOOKED = textwrap.dedent("""
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
             code = app(args, prog_name="ardselect", standalone_mode=False)
-        setattr(module, name, real[{"write_tsv": "tsv", "rank_genes": "rank",
+        setattr(module, name, real[{"write_tsv": "tsv", "fit_signature": "rank",
                                     "_place_folder": "place"}[name]])
         outcomes.append([code, err.getvalue()])
     print(json.dumps(outcomes))
@@ -488,7 +488,8 @@ def test_12_library(rng):
     adata = make_adata(make_expression(n_samples=12, n_genes=4))
     adata.X[:, 1] = 3.0
     with pytest.raises(DataError, match=r"1 gene\(s\) are constant \(e\.g\. 'G1'\)"):
-        ardselect.rank_genes(adata, "label", estimator_params={"constant_features": "raise"})
+        ardselect.rank_genes(adata, "label",
+                             estimator=ardselect.ARDClassifier(constant_features="raise"))
     raw = rng.uniform(100, 16_000, size=(30, 10))
     for factor in (1.0, 1e12):
         with pytest.raises(DataError, match="standardise X"):

@@ -19,7 +19,6 @@ from ardselect_cli import main as cli
 from typer.testing import CliRunner
 
 import ardselect
-from ardselect._anndata import _rank_core
 
 runner = CliRunner()
 FILES = ("genes.tsv", "genes.gmt", "genes.rnk", "frontier.tsv", "frontier.png", "path.tsv",
@@ -213,8 +212,10 @@ def test_predict_held_out_matches_estimator(fitted, data, tmp_path):
     train = pd.read_csv(data / "train.csv")
     test = pd.read_csv(data / "test.csv")
     genes = [c for c in train.columns if c.startswith("G")]
-    res = _rank_core(train[genes].to_numpy(), train["label"].to_numpy(), genes)
-    expected = res.estimator.predict_proba(res.preprocessor.transform(test[genes].to_numpy()))
+    res = ardselect.fit_signature(ardselect.ExpressionData(
+        X=train[genes].to_numpy(), labels=train["label"].to_numpy(), var_names=pd.Index(genes),
+        obs_names=pd.Index(train["sample"].astype(str)), label_key="label"))
+    expected = res.estimator.predict_proba(res.preprocessing.transform(test[genes].to_numpy()))
     np.testing.assert_allclose(table[["prob_case", "prob_ctrl"]].to_numpy(), expected,
                                rtol=0, atol=1e-10)
     assert (table["predicted"] == np.where(expected[:, 1] > 0.5, "ctrl", "case")).all()
@@ -587,9 +588,9 @@ def test_progress_handler_follows_the_path(adata_factory):
         log.addHandler(handler)
         try:
             with progress:
-                ardselect.rank_genes(adata, "label", criterion=criterion,
-                                     estimator_params={"cv": 3, "cv_repeats": 2} if n_folds
-                                     else None)
+                folds = {"cv": 3, "cv_repeats": 2} if n_folds else {}
+                ardselect.rank_genes(adata, "label", estimator=ardselect.ARDClassifier(
+                    criterion=criterion, **folds))
         finally:
             log.removeHandler(handler)
         # One path per class, then (criterion="cv") one per class in every fold.

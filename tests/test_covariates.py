@@ -212,15 +212,13 @@ def test_rank_genes_holds_obs_covariates_and_lists_genes_only(batch_adata):
     assert model.covariates == ["batch", "age"]
     assert model.data["format_version"] == 4
     # the portable model predicts what the estimator does
-    from ardselect._anndata import _rank_core
     from ardselect._covariates import CovariateEncoder
 
-    enc = CovariateEncoder(["batch", "age"])
-    C = enc.fit_transform(batch_adata.obs)
-    result = _rank_core(batch_adata.X, batch_adata.obs["label"].to_numpy(),
-                        batch_adata.var_names, covariates=C, covariate_encoder=enc)
+    C = CovariateEncoder(["batch", "age"]).fit_transform(batch_adata.obs)
+    result = ardselect.fit_signature(ardselect.ExpressionData.from_anndata(
+        batch_adata, "label", covariates=["batch", "age"]))
     est = result.estimator
-    Z = result.preprocessor.transform(batch_adata.X)
+    Z = result.preprocessing.transform(batch_adata.X)
     assert np.allclose(result.model.predict_proba(batch_adata.X, batch_adata.var_names,
                                                   covariates=batch_adata.obs),
                        est.predict_proba(Z, covariates=C), rtol=0, atol=1e-12)
@@ -258,7 +256,8 @@ def test_rank_genes_refuses_bad_covariates(batch_adata):
     with pytest.raises(DataError, match="'sex' is not a column"):
         ardselect.rank_genes(batch_adata, "label", covariates=["sex"])
     with pytest.raises(ValueError, match="ARD model only"):
-        ardselect.rank_genes(batch_adata, "label", covariates=["batch"], model="spike-slab")
+        ardselect.rank_genes(batch_adata, "label", covariates=["batch"],
+                             estimator=ardselect.SpikeSlabClassifier())
     with pytest.raises(ValueError, match="cannot also be a covariate"):
         ardselect.rank_genes(batch_adata, "label", covariates=["label"])
 

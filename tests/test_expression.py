@@ -116,7 +116,8 @@ def test_no_x_is_refused():
 @pytest.fixture(scope="module")
 def fitted():
     adata = _layout()
-    ardselect.rank_genes(adata, "label", use_raw=True, criterion="loo")
+    ardselect.rank_genes(adata, "label", use_raw=True,
+                         estimator=ardselect.ARDClassifier(criterion="loo"))
     return adata
 
 
@@ -156,7 +157,8 @@ def test_model_fitted_on_raw_predicts_the_same_layout(fitted):
 
 def test_varm_columns_by_name_with_more_classes():
     adata = _layout(n_classes=3)
-    ardselect.rank_genes(adata, "label", use_raw=True, criterion="loo")
+    ardselect.rank_genes(adata, "label", use_raw=True,
+                         estimator=ardselect.ARDClassifier(criterion="loo"))
     ranked = ardselect.get.ranked_genes_df(adata)
     problems = list(adata.uns["ardselect"]["problems"])
     for k, cls in enumerate(problems):
@@ -189,12 +191,13 @@ def test_var_genes_missing_from_raw_are_refused():
     adata.var_names = [*HVG[:-1], "NEW"]
     with pytest.raises(DataError, match=r"use_raw: 1 gene\(s\) of adata\.var are not in "
                                         r"adata\.raw \('NEW'\)"):
-        ardselect.rank_genes(adata, "label", use_raw=True, criterion="loo")
+        ardselect.rank_genes(adata, "label", use_raw=True,
+                         estimator=ardselect.ARDClassifier(criterion="loo"))
 
 
 def test_scaled_x_beside_a_larger_raw_is_announced():
     with pytest.warns(ardselect.ScaledXWarning, match="use_raw=True"):
-        ardselect.rank_genes(_layout(), "label", criterion="loo")
+        ardselect.rank_genes(_layout(), "label", estimator=ardselect.ARDClassifier(criterion="loo"))
 
 
 # ---- the command line: fit, predict, evaluate on the same layout -----------------------------
@@ -252,11 +255,14 @@ def test_cli_evaluate_use_raw_reads_raws_genes(cli_fit):
     assert MARKER_RAW_ONLY in set(selection.iloc[:, 0].astype(str))
 
 
-def test_cli_fit_use_raw_refuses_var_genes_raw_lacks(tmp_path):
+def test_cli_fit_use_raw_write_h5ad_refuses_var_genes_raw_lacks(tmp_path):
     adata = _layout()
     adata.var_names = [*HVG[:-1], "NEW"]
     path = tmp_path / "bad.h5ad"
     adata.write_h5ad(path)
-    result = run_cli("fit", path, "--use-raw", "-o", tmp_path / "r")
+    # (the results go into var by name when they are written into the AnnData)
+    result = run_cli("fit", path, "--use-raw", "-o", tmp_path / "r", "--write-h5ad",
+                     tmp_path / "r.h5ad")
     one_error(result, 1, r"use_raw: 1 gene\(s\) of adata\.var are not in adata\.raw")
     assert not (tmp_path / "r").exists()
+    assert not (tmp_path / "r.h5ad").exists()

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 import ardselect
+from ardselect.preprocessing import Preprocessor
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +107,8 @@ def test_gene_set_directions_agree_with_the_class_means_on_real_data():
     # the model was fitted on (floored, capped, log10), and every gene of AML_down a lower one;
     # the .rnk scores carry the same signs.
     adata = ardselect.datasets.leukaemia()
-    ardselect.rank_genes(adata, "label", positive="AML", floor=100, cap=16000, log="log10")
+    ardselect.rank_genes(adata, "label", positive="AML",
+                         preprocessor=Preprocessor(floor=100, cap=16000, log="log10"))
     Z = np.log10(np.clip(np.asarray(adata.X, dtype=np.float64), 100, 16000))
     aml = (adata.obs["label"] == "AML").to_numpy()
     diff = pd.Series(Z[aml].mean(axis=0) - Z[~aml].mean(axis=0), index=adata.var_names)
@@ -125,7 +127,7 @@ def test_gene_set_directions_agree_with_the_class_means_on_real_data():
 
 
 def test_ranked_genes_df_names_the_weight_and_reads_older_records(ranked_adata):
-    from ardselect._anndata import ARD_GENE_TABLE_RENAMES
+    from ardselect._anndata_results import ARD_GENE_TABLE_RENAMES
 
     table = ardselect.get.ranked_genes_df(ranked_adata, "res")
     assert {"weight", "weight_sd", "log_bf_conditional"} <= set(table.columns)

@@ -152,7 +152,8 @@ def test_rank_genes_with_groups_stores_the_group_table():
     with pytest.raises(ardselect.LabelError, match="not an obs column"):
         ardselect.rank_genes(_adata(), "cell_type", groups="patient")
     with pytest.raises(ValueError, match="criterion='cv' only"):
-        ardselect.rank_genes(_adata(), "cell_type", groups="donor", criterion="loo")
+        ardselect.rank_genes(_adata(), "cell_type", groups="donor",
+                             estimator=ardselect.ARDClassifier(criterion="loo"))
 
 
 def test_scaled_x_beside_raw_is_announced_and_use_raw_is_quiet():

@@ -128,7 +128,7 @@ def test_rank_genes_on_a_lazy_store_equals_in_memory(stores, name, max_samples):
     lazy = ardselect.io.read_lazy(root / name, chunk_rows=70)
     assert isinstance(lazy.X, da.Array)
     assert lazy.X.chunks[0] == (70, 70, 70, 30)
-    params = {"estimator_params": {"max_samples": max_samples}}
+    params = {"estimator": ardselect.ARDClassifier(max_samples=max_samples)}
     ref = adata.copy()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -233,7 +233,8 @@ def test_predict_reads_only_the_models_genes_from_a_lazy_store(stores, tmp_path)
     fitted = adata.copy()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ardselect.rank_genes(fitted, "cell_type", estimator_params={"max_samples": 120})
+        ardselect.rank_genes(fitted, "cell_type",
+                             estimator=ardselect.ARDClassifier(max_samples=120))
     model = ardselect.get.model(fitted)
     lazy = ardselect.io.read_lazy(root / "cells.zarr", chunk_rows=70)
     np.testing.assert_array_equal(model.predict_proba(lazy).to_numpy(),

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 import ardselect
-from ardselect import SpikeSlabClassifier
-from ardselect._anndata import _SPIKESLAB_COLUMNS
+from ardselect import ARDClassifier, SpikeSlabClassifier
+from ardselect._signature import _SPIKESLAB_COLUMNS
 from ardselect.exceptions import ArdselectError
 from ardselect.preprocessing import Preprocessor
 
@@ -30,8 +30,8 @@ def _copies(seed=0, n=80, p=30):
 @pytest.fixture(scope="module")
 def ranked_copies():
     adata = _copies()
-    ardselect.rank_genes(adata, "tissue", model="spike-slab",
-                         estimator_params={"constant_features": "ignore"})
+    ardselect.rank_genes(adata, "tissue",
+                         estimator=SpikeSlabClassifier(constant_features="ignore"))
     return adata
 
 
@@ -119,7 +119,7 @@ def test_readers_of_ard_only_results_refuse(ranked_copies):
 
 def test_ard_credible_sets_and_records_without_them(adata_factory):
     adata = adata_factory(n_samples=30, n_genes=8, seed=3)
-    ardselect.rank_genes(adata, "label", criterion="evidence")
+    ardselect.rank_genes(adata, "label", estimator=ARDClassifier(criterion="evidence"))
     sets = ardselect.get.credible_sets_df(adata)
     assert list(sets.columns) == ["class", "set", "gene", "description", "pip",
                                   "set_probability", "size", "purity"]
@@ -132,7 +132,7 @@ def test_ard_credible_sets_and_records_without_them(adata_factory):
 
 def test_multiclass_record(adata_factory):
     adata = adata_factory(n_samples=36, n_genes=10, n_classes=3, seed=4)
-    ardselect.rank_genes(adata, "label", model="spike-slab")
+    ardselect.rank_genes(adata, "label", estimator=SpikeSlabClassifier())
     table = ardselect.get.ranked_genes_df(adata)
     problems = list(adata.uns["ardselect"]["problems"])
     assert len(problems) == 3

@@ -94,8 +94,11 @@ print(pre.describe())
 train = adata[adata.obs["split"] == "train"].copy()
 test = adata[adata.obs["split"] == "test"].copy()
 ardselect.rank_genes(
-    train, "label", positive="AML", floor=100, cap=16000, log="log10",
-    criterion="loo", estimator_params={"inclusion_penalty": 0.0, "intercept_alpha": "ard"},  # the paper's model and path
+    train, "label", positive="AML",
+    preprocessor=ardselect.preprocessing.Preprocessor(floor=100, cap=16000, log="log10"),
+    # the paper's model and path
+    estimator=ardselect.ARDClassifier(criterion="loo", inclusion_penalty=0.0,
+                                      intercept_alpha="ard"),
 )
 genes = ardselect.get.ranked_genes_df(train, selected_only=True)
 print(f"{len(genes)} genes selected out of {train.n_vars}")
