@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 
-from ._anndata_results import check_key, check_var_in_genes, write_signature
+from ._anndata_results import check_key, write_signature
 from ._expression import ExpressionData
 from ._signature import MODELS, fit_signature, settings_record
 from .preprocessing import Preprocessor
@@ -353,8 +353,7 @@ def rank_genes(
     data = ExpressionData.from_anndata(adata, groupby, layer=layer, use_raw=use_raw,
                                        groups=groups, symbol_key=symbol_key,
                                        covariates=covariates)
-    if use_raw:
-        check_var_in_genes(adata.var_names, data.var_names)
+    data.notice_scaled_x()
     sig = fit_signature(data, preprocessor=preprocessor, estimator=estimator, positive=positive)
     write_signature(adata, sig, key_added,
                     settings_record(sig, key_added, positive=positive, symbol_key=symbol_key))

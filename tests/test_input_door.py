@@ -187,7 +187,8 @@ def test_from_anndata(case):
         ExpressionData.from_anndata(adata, label_key, **opts)
     assert caught.value.rule == rule
     with pytest.raises(error) as ranked:
-        ardselect.rank_genes(adata.copy(), label_key, criterion="loo", **opts)
+        ardselect.rank_genes(adata.copy(), label_key,
+                             estimator=ardselect.ARDClassifier(criterion="loo"), **opts)
     assert ranked.value.rule == rule
 
 
