@@ -253,7 +253,7 @@ def test_the_portable_model_needs_its_covariates_by_name(batch_adata):
 def test_rank_genes_refuses_bad_covariates(batch_adata):
     import ardselect
 
-    with pytest.raises(DataError, match="'sex' is not a column"):
+    with pytest.raises(ardselect.LabelError, match="covariate 'sex' is not an obs column"):
         ardselect.rank_genes(batch_adata, "label", covariates=["sex"])
     with pytest.raises(ValueError, match="ARD model only"):
         ardselect.rank_genes(batch_adata, "label", covariates=["batch"],
