@@ -106,7 +106,7 @@ def ranked_genes_df(
         ``note`` (for a selected gene whose weight has the other sign than ``direction``); see
         :meth:`ardselect.ARDClassifier.ranked_features`. Rows by class, then rank.
     """
-    from ._anndata_results import ARD_GENE_TABLE_RENAMES, GENE_TABLE_RENAMES
+    from .signature._anndata_results import ARD_GENE_TABLE_RENAMES, GENE_TABLE_RENAMES
 
     stored = _stored(adata, key)
     renames = GENE_TABLE_RENAMES if _is_spikeslab(stored) else ARD_GENE_TABLE_RENAMES

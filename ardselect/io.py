@@ -20,10 +20,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ._design import dense
-from ._expression import Expression, ExpressionData, expression
-from ._files import FORMATS, _path, atomic_write, detect_format, require_file
-from ._readers import (
+from .dataio._expression import Expression, ExpressionData, expression
+from .dataio._files import FORMATS, _path, atomic_write, detect_format, require_file
+from .dataio._readers import (
     ANNOTATION_WORDS,
     AnnotationColumnWarning,
     looks_like_annotation,
@@ -36,7 +35,8 @@ from ._readers import (
     read_table,
     split_gene_columns,
 )
-from ._validation import check_unique_names
+from .engine._design import dense
+from .engine._validation import check_unique_names
 from .exceptions import LabelError
 
 __all__ = [

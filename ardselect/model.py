@@ -3,10 +3,10 @@
 :class:`PortableModel` keeps, for an ARD fit, per binary problem, the Gaussian posterior of the
 weights of the genes in the model (a :class:`Posterior`) and the preprocessing parameters of those
 genes. It predicts through the same code as :class:`ardselect.ARDClassifier`: the latent moments of
-each problem (:meth:`Posterior.latent`), then :func:`ardselect._probit.probit_log_proba`, which
+each problem (:meth:`Posterior.latent`), then :func:`ardselect.numerics._probit.probit_log_proba`, which
 also combines one-vs-rest answers. For a spike-and-slab fit (:class:`ardselect.SpikeSlabClassifier`,
 ``kind == "spike-slab"``) it keeps each problem's mixture over the hyperprior's nodes, each node's
-posterior over every gene (:mod:`ardselect._spikeslab_model`), and predicts through the code of
+posterior over every gene (:mod:`ardselect.dataio._spikeslab_model`), and predicts through the code of
 that estimator. :func:`load_model` reads ``model.json`` back, of either kind.
 """
 
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ._covariates import CovariateEncoder
-from ._design import as_design
-from ._model_schema import (
+from ._version import __version__
+from .dataio._covariates import CovariateEncoder
+from .dataio._model_schema import (
     _CORRUPTED,
     _brief,
     _is_number,
@@ -31,17 +31,17 @@ from ._model_schema import (
     _numbers,
     _refuse,
 )
-from ._probit import probit_log_proba
-from ._spikeslab_model import (
+from .dataio._spikeslab_model import (
     SPIKESLAB,
     SpikeSlabPredictive,
     check_spikeslab_data,
     spikeslab_model_data,
 )
-from ._validation import check_finite_named, check_unique_names
-from ._version import __version__
+from .engine._design import as_design
+from .engine._validation import check_finite_named, check_unique_names
 from .exceptions import DataError, FileFormatError, ModelError
 from .io import ExpressionData, atomic_write, require_file
+from .numerics._probit import probit_log_proba
 from .preprocessing import Preprocessor
 
 __all__ = ["MODEL_FORMAT", "MODEL_FORMAT_VERSION", "CovariateEncoder", "DataScaleWarning",
@@ -455,7 +455,7 @@ class PortableModel:
     :class:`ardselect.SpikeSlabClassifier`) keeps instead, per binary problem, the hyperprior's
     nodes with their posterior weights and each node's Gaussian posterior over every gene, and
     predicts ``sum_g w_g Phi(m_g / sqrt(1 + v_g))`` as the estimator does
-    (:mod:`ardselect._spikeslab_model`); its covariance over every gene is built from the training
+    (:mod:`ardselect.dataio._spikeslab_model`); its covariance over every gene is built from the training
     rows, so the file holds the standardised training values when genes outnumber samples.
     ``kind`` says which model a file holds: ``"ard"`` or ``"spike-slab"``.
     """

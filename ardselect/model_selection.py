@@ -26,11 +26,11 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.base import clone
 
-from ._constraints import ParameterError
-from ._criteria import CRITERIA
-from ._design import as_design
-from ._validation import check_class_labels, check_finite_named, check_real
+from .engine._design import as_design
+from .engine._validation import check_class_labels, check_finite_named, check_real
+from .estimators._constraints import ParameterError
 from .exceptions import ArdselectError, DataError, LabelError
+from .numerics._criteria import CRITERIA
 from .preprocessing import auto_log
 
 __all__ = [

@@ -19,10 +19,10 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from ._constraints import Interval, Options, ParameterError, check_params
-from ._design import as_design, by_rows, dense
-from ._lazy import combine_moments, moments
-from ._validation import check_design, check_sparse_values, nonfinite_message
+from .engine._design import as_design, by_rows, dense
+from .engine._lazy import combine_moments, moments
+from .engine._validation import check_design, check_sparse_values, nonfinite_message
+from .estimators._constraints import Interval, Options, ParameterError, check_params
 from .exceptions import DataError
 
 __all__ = ["LOG_CHOICES", "Preprocessor", "auto_log"]
@@ -384,7 +384,7 @@ class Preprocessor(TransformerMixin, BaseEstimator):
 
         Each chunk yields per-gene minima, maxima, counts of non-integer and non-finite values and
         the moments of the chunk with and without the log; they merge pairwise
-        (:func:`ardselect._lazy.reduce_rows`). The result equals the in-memory fit up to the
+        (:func:`ardselect.engine._lazy.reduce_rows`). The result equals the in-memory fit up to the
         rounding of the merged moments.
         """
         if X.shape[0] == 0 or X.shape[1] == 0:

@@ -273,7 +273,7 @@ def dask_run(args, n):
     from distributed import Client, LocalCluster
 
     from ardselect import ARDClassifier
-    from ardselect._classifier import stratified_sketch
+    from ardselect.estimators._classifier import stratified_sketch
 
     X, y, markers = make_data(n, args.genes, args.classes, args.markers, args.density, args.seed)
     path = Path(args.dask_store) / f"cells_{n}.zarr"

@@ -77,7 +77,7 @@ def loo_choice(clf):
     """
     import copy
 
-    from ardselect._problem import size_steps
+    from ardselect.engine._problem import size_steps
 
     clf = copy.copy(clf)
     clf._fits = [copy.copy(f) for f in clf._fits]

@@ -11,10 +11,10 @@ ardselect[bench]``), the C++ SparseBayes relevance-vector classifier of ``fastrv
 (Laplace, Tipping-Faul; note that it selects training samples, not genes). Each timing is the median
 of ``--repeats`` runs of process CPU time on one BLAS thread (wall time on a shared machine measures
 the other jobs too). The engine's own counts are printed beside: path steps, EP sweeps, full
-candidate rescorings and the features scored exactly per step (``ardselect._screening``).
+candidate rescorings and the features scored exactly per step (``ardselect.engine._screening``).
 
 The default fit is also timed with the EP sweeps in the numpy/BLAS loop instead of the compiled one
-(``ardselect._ep.KERNEL_MAX_WORK = -1``), what the compiled loop saves. ``--ep-kernel``
+(``ardselect.numerics._ep.KERNEL_MAX_WORK = -1``), what the compiled loop saves. ``--ep-kernel``
 prints instead, for EP runs of growing size, the compiled loop's time beside the BLAS loop's on the
 same problem: the measurement behind ``KERNEL_MAX_WORK``, the work (``m^2 n``) up to which a design
 goes to the compiled loop.
@@ -59,7 +59,7 @@ def median_time(fn, repeats):
 
 def engine_counts(X, y, **params):
     """Path steps, EP sweeps, full rescorings and exact scores per step of one fit."""
-    import ardselect._sequential as seq
+    import ardselect.engine._sequential as seq
     from ardselect import ARDClassifier
 
     screens = []
@@ -84,7 +84,7 @@ def engine_counts(X, y, **params):
 @contextlib.contextmanager
 def ep_kernel_limit(limit):
     """EP runs of work up to ``limit`` in the compiled loop (-1: none; the engine before it)."""
-    import ardselect._ep as ep
+    import ardselect.numerics._ep as ep
 
     saved, ep.KERNEL_MAX_WORK = ep.KERNEL_MAX_WORK, limit
     try:
@@ -105,7 +105,7 @@ def numpy_ep_loop(fn):
 
 def ep_kernel_table(repeats):
     """Compiled against BLAS loop, per EP run to convergence, on random probit designs."""
-    import ardselect._ep as ep
+    import ardselect.numerics._ep as ep
 
     rng = np.random.default_rng(0)
     print("EP to convergence (ep_tol 1e-5), milliseconds, best of", repeats)

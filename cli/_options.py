@@ -26,7 +26,7 @@ LogChoice = Enum("LogChoice", {c: c for c in LOG_CHOICES}, type=str)
 Example = Enum("Example", {c: c for c in EXAMPLES}, type=str)
 Multiclass = Enum("Multiclass", {c: c for c in ("ovr", "shared")}, type=str)
 CvRule = Enum("CvRule", {c: c for c in ("min", "1se")}, type=str)
-#: ``fit --model``: a copy of ``ardselect._signature.MODELS`` (checked in tests/test_cli_spikeslab.py).
+#: ``fit --model``: a copy of ``ardselect.signature._signature.MODELS`` (checked in tests/test_cli_spikeslab.py).
 MODELS = ("ard", "spike-slab")
 Model = Enum("Model", {c.replace("-", "_"): c for c in MODELS}, type=str)
 

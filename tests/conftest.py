@@ -81,8 +81,8 @@ def rng(seed) -> np.random.Generator:
 
 
 def scripted_path_loop(script, start=0.0):
-    """A :class:`ardselect._sequential._PathLoop` that takes the actions of ``script`` in turn."""
-    from ardselect._sequential import DELETE, NONE, _PathLoop
+    """A :class:`ardselect.engine._sequential._PathLoop` that takes the actions of ``script`` in turn."""
+    from ardselect.engine._sequential import DELETE, NONE, _PathLoop
 
     class Scripted(_PathLoop):
         tol, patience, max_steps, stop = 1e-4, 0, 100, None

@@ -429,7 +429,7 @@ def test_sketch_rows_are_transformed_and_fitted_as_the_estimator_would(rng):
 
 def test_class_sums_of_a_sparse_matrix_by_row_blocks(rng, monkeypatch):
     """The fold changes' class sums, a block of rows at a time, equal the whole product bit for bit."""
-    import ardselect._anndata_results as results
+    import ardselect.signature._anndata_results as results
 
     X, _ = _sparse_counts(rng, 300, 40, 3)
     X.data += rng.random(X.nnz).astype(np.float32)  # fractions: rounding shows in the sums

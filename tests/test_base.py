@@ -1,4 +1,4 @@
-"""What every path estimator shares (ardselect/_base.py, _basis.py): the design and its checks."""
+"""What every path estimator shares (ardselect/estimators/_base.py, _basis.py): the design and its checks."""
 
 import re
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ardselect import ARDClassifier, DataError, RVMClassifier
-from ardselect._basis import unit_rms
+from ardselect.engine._basis import unit_rms
 
 
 @pytest.fixture

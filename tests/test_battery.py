@@ -503,7 +503,7 @@ def test_12_library(rng):
 def test_13_a_deletion_that_lowers_the_objective_does_not_cycle():
     # PBMC 'CD4+/CD25 T Reg' on raw.X deleted and re-added SPIB every five steps from about
     # step 120 to 215: each deletion cost more evidence than the penalty it saved.
-    from ardselect._sequential import ADD, DELETE, REESTIMATE
+    from ardselect.engine._sequential import ADD, DELETE, REESTIMATE
 
     cycle = [(1, DELETE, -3.0), (1, ADD, 1.0), (0, REESTIMATE, 1.5)] * 4
     loop = scripted_path_loop(cycle)._loop(np.array([1.0, 1.0]))

@@ -6,9 +6,9 @@ from scipy.integrate import quad
 from scipy.stats import multivariate_normal, norm
 
 from ardselect import ARDClassifier
-from ardselect._certainty import inclusion_certainty, leave_one_out_sq
-from ardselect._ep import latent_posterior
-from ardselect._sequential import score_candidates
+from ardselect.engine._sequential import score_candidates
+from ardselect.estimators._certainty import inclusion_certainty, leave_one_out_sq
+from ardselect.numerics._ep import latent_posterior
 
 
 def _quad_reference(s, q, g_max):
@@ -264,7 +264,7 @@ def test_conditional_inclusion_tracks_bootstrap_selection_frequency_on_planted_g
 
 
 def test_a_column_constant_up_to_rounding_has_no_t_and_no_difference():
-    from ardselect._certainty import class_statistics
+    from ardselect.estimators._certainty import class_statistics
 
     rng = np.random.default_rng(0)
     real = rng.normal(size=12)
@@ -278,7 +278,7 @@ def test_a_column_constant_up_to_rounding_has_no_t_and_no_difference():
 
 def test_inclusion_certainty_by_gene_blocks_equals_one_table(rng, monkeypatch):
     """Genes are independent: blocks of genes give the one-table result bit for bit."""
-    import ardselect._certainty as certainty
+    import ardselect.estimators._certainty as certainty
 
     s = rng.exponential(size=1000) * 10.0
     q = rng.normal(size=1000) * 5.0

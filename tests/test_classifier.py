@@ -322,7 +322,7 @@ def test_bad_input(X, y, exc, match):
 
 
 def test_constant_features_are_left_out_with_a_warning():
-    from ardselect._classifier import ConstantFeatureWarning
+    from ardselect.estimators._classifier import ConstantFeatureWarning
 
     X, y = two_gene_data(14)
     X[:, 5] = 2.0
@@ -399,7 +399,7 @@ def test_max_init_out_of_range_is_refused(bad):
 
 
 def test_stratified_sketch_keeps_class_fractions():
-    from ardselect._classifier import stratified_sketch
+    from ardselect.estimators._classifier import stratified_sketch
 
     codes = np.repeat([0, 1, 2], [600, 300, 100])
     rows = stratified_sketch(codes, 100)
@@ -414,7 +414,7 @@ def test_stratified_sketch_never_exceeds_max_samples():
     # Rounding every class's share up could give 101 rows for max_samples=100 (71/76/93 cells
     # gave 101 before); largest remainders give exactly max_samples, each class within one row of
     # its share, and at least one row per class.
-    from ardselect._classifier import stratified_sketch
+    from ardselect.estimators._classifier import stratified_sketch
 
     rng = np.random.default_rng(0)
     for _ in range(500):
@@ -549,8 +549,8 @@ def test_fitted_problems_keep_no_signed_copy_of_the_design():
 
 @pytest.mark.parametrize("sparse", [False, True])
 def test_fold_designs_signed_in_place_give_the_same_cross_validation(sparse, monkeypatch):
-    import ardselect._cv as cv_module
-    import ardselect._problem as problem_module
+    import ardselect.engine._problem as problem_module
+    import ardselect.estimators._cv as cv_module
 
     X, y = two_gene_data(11)
     if sparse:
@@ -580,7 +580,7 @@ def test_starting_pool_ignores_where_a_gene_lies():
 
 
 def test_ep_tol_auto_is_tight_below_500_samples_and_loose_from_there():
-    from ardselect._problem import LARGE_SAMPLES, ep_tol_for
+    from ardselect.engine._problem import LARGE_SAMPLES, ep_tol_for
 
     assert ep_tol_for("auto", LARGE_SAMPLES - 1) == 1e-5
     assert ep_tol_for("auto", LARGE_SAMPLES) == 1e-3

@@ -820,7 +820,7 @@ def test_third_party_warnings_are_not_shown_as_ours(capsys):
 
     from ardselect_cli._util import _relay_warnings
 
-    import ardselect._classifier as ours
+    import ardselect.estimators._classifier as ours
 
     foreign = [_w.WarningMessage("Element '/X' was written without encoding metadata", UserWarning,
                                  "/x/lib/python3.11/site-packages/anndata/_io/h5ad.py", 10)] * 34

@@ -3,7 +3,7 @@
 One parameter contract: keyword-only constructors and a constraint table covering every
 parameter, so that every bad value is one :class:`~ardselect.exceptions.ParameterError` naming the
 parameter and its valid range. One input contract: every estimator checks ``X`` and class labels
-the same way (the family base, ``ardselect._base._FamilyEstimator``), with the same messages.
+the same way (the family base, ``ardselect.estimators._base._FamilyEstimator``), with the same messages.
 One fitted-attribute contract: ``coef_`` never holds the intercept, which sits apart in
 ``intercept_`` (and is the last column wherever a design or draw array holds it); classifiers
 have one row per binary problem, regressors are 1-D; every per-problem attribute
@@ -28,8 +28,8 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.estimator_checks import check_param_validation
 
 import ardselect
-from ardselect._base import _FamilyEstimator
-from ardselect._constraints import Interval, Options
+from ardselect.estimators._base import _FamilyEstimator
+from ardselect.estimators._constraints import Interval, Options
 from ardselect.exceptions import DataError, LabelError, ParameterError
 from ardselect.preprocessing import Preprocessor
 

@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 from ardselect import ARDClassifier, DataError
-from ardselect._problem import size_steps
+from ardselect.engine._problem import size_steps
 
 
 def batch_data(rng, n=90, p=40):
@@ -146,7 +146,7 @@ def test_grouped_inner_folds_with_covariates(rng):
 def test_one_hot_and_standardised_columns_match_a_hand_built_design():
     import pandas as pd
 
-    from ardselect._covariates import CovariateEncoder
+    from ardselect.dataio._covariates import CovariateEncoder
 
     obs = pd.DataFrame({"batch": ["b2", "b1", "b3", "b2"], "male": [True, False, True, True],
                         "age": [30.0, 50.0, 40.0, 60.0]})
@@ -169,7 +169,7 @@ def test_one_hot_and_standardised_columns_match_a_hand_built_design():
 def test_the_encoder_refuses_what_it_cannot_encode():
     import pandas as pd
 
-    from ardselect._covariates import CovariateEncoder
+    from ardselect.dataio._covariates import CovariateEncoder
 
     obs = pd.DataFrame({"batch": ["a", "b", "a"], "one": ["x", "x", "x"], "age": [1.0, 2, 3]})
     with pytest.raises(DataError, match="single level"):
@@ -212,7 +212,7 @@ def test_rank_genes_holds_obs_covariates_and_lists_genes_only(batch_adata):
     assert model.covariates == ["batch", "age"]
     assert model.data["format_version"] == 4
     # the portable model predicts what the estimator does
-    from ardselect._covariates import CovariateEncoder
+    from ardselect.dataio._covariates import CovariateEncoder
 
     C = CovariateEncoder(["batch", "age"]).fit_transform(batch_adata.obs)
     result = ardselect.fit_signature(ardselect.ExpressionData.from_anndata(

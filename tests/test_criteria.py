@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from ardselect._criteria import CRITERIA, PATH_CRITERIA, choose_step
+from ardselect.numerics._criteria import CRITERIA, PATH_CRITERIA, choose_step
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -49,8 +49,8 @@ def test_unknown_criterion():
 def test_group_cavities_against_dense_algebra(route):
     # Joint cavity of a group's latents from the weight-space precision with the group's sites
     # taken out: Lambda_G = A + P' T P - P_G' T_G P_G, b_G = P' nu - P_G' nu_G.
-    from ardselect._criteria import group_cavities
-    from ardselect._ep import run_ep
+    from ardselect.numerics._criteria import group_cavities
+    from ardselect.numerics._ep import run_ep
 
     rng = np.random.default_rng(11)
     n, d = 24, (6 if route == "weight" else 40)
@@ -82,8 +82,8 @@ def test_leave_group_out_matches_refits_without_the_group():
     # 0-4 with the default of the variance-scale round: max |difference| of a probability
     # 0.002-0.007, mean 0.001-0.002, identical error counts, log-loss within 0.001.
     from ardselect import ARDClassifier
-    from ardselect._ep import run_ep
-    from ardselect._probit import probit_log_proba
+    from ardselect.numerics._ep import run_ep
+    from ardselect.numerics._probit import probit_log_proba
 
     rng = np.random.default_rng(0)
     n, p = 60, 20

@@ -10,7 +10,7 @@ from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedKFold
 from sklearn.utils import check_random_state
 
 from ardselect import ARDClassifier
-from ardselect._cv import (
+from ardselect.estimators._cv import (
     OFFSET_MAX,
     S_MIN,
     T_MIN,
@@ -21,7 +21,7 @@ from ardselect._cv import (
     fit_temperature,
     make_folds,
 )
-from ardselect._probit import moderated_latent, ovr_log_proba
+from ardselect.numerics._probit import moderated_latent, ovr_log_proba
 
 
 def _standardized(rng, n=40, p=60, signal=(0, 1, 2), noise=0.8):

@@ -109,7 +109,7 @@ def test_predicting_a_dask_array_equals_in_memory():
 def test_exact_lazy_fit_with_screening_equals_in_memory(chunks):
     # 400 genes: the path scores its candidates through the safe screening (_screening), whose
     # bounds need the products of two vectors with the design per step (one fused pass).
-    from ardselect._sequential import SCREEN_MIN_FEATURES
+    from ardselect.engine._sequential import SCREEN_MIN_FEATURES
 
     rng = np.random.default_rng(3)
     n, p = 150, 400
@@ -129,9 +129,9 @@ def test_exact_lazy_fit_with_screening_equals_in_memory(chunks):
 
 
 def test_lazy_design_products_equal_the_matrix():
-    from ardselect._basis import unit_rms
-    from ardselect._lazy import LazyDesign
-    from ardselect._validation import constant_columns
+    from ardselect.engine._basis import unit_rms
+    from ardselect.engine._lazy import LazyDesign
+    from ardselect.engine._validation import constant_columns
 
     rng = np.random.default_rng(0)
     n, p = 57, 9
@@ -198,7 +198,8 @@ def test_a_large_dask_array_fitted_whole_warns(store, monkeypatch):
     # Without max_samples every row is fitted exactly (by passes over the chunks, or gathered for a
     # kernel basis); above GATHER_WARN_ROWS rows the user is told the cost (and how to sketch).
     # With a sketch, no warning.
-    from ardselect import LabelError, _classifier
+    from ardselect import LabelError
+    from ardselect.estimators import _classifier
 
     path, X, y = store
     monkeypatch.setattr(_classifier, "GATHER_WARN_ROWS", 200)
@@ -235,7 +236,7 @@ def test_classes_run_as_tasks_on_the_users_client(store):
 def test_exact_lazy_passes_run_on_the_users_client(store, monkeypatch, scatter_min_bytes):
     # With 0 every pass's vectors are scattered to the workers (as large ones are), not embedded.
     distributed = pytest.importorskip("distributed")
-    from ardselect import _lazy
+    from ardselect.engine import _lazy
 
     if scatter_min_bytes is not None:
         monkeypatch.setattr(_lazy, "SCATTER_MIN_BYTES", scatter_min_bytes)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from ardselect._design import DenseDesign, SparseDesign, as_design, by_rows, dense
+from ardselect.engine._design import DenseDesign, SparseDesign, as_design, by_rows, dense
 
 
 def _x(seed=0, n=30, m=12):
@@ -92,7 +92,7 @@ def test_a_sparse_block_keeps_its_column_major_order_and_a_dense_one_is_c_ordere
 
 def test_a_lazy_design_answers_like_the_in_memory_one():
     da = pytest.importorskip("dask.array")
-    from ardselect._lazy import LazyDesign
+    from ardselect.engine._lazy import LazyDesign
 
     X = _x(5)
     L = LazyDesign(da.from_array(X, chunks=(7, X.shape[1])), intercept=False)
@@ -289,7 +289,7 @@ def test_a_lazy_design_transforms_chunk_by_chunk_and_reads_only_as_stored():
 
 
 def test_is_matrix_tells_in_memory_matrices_from_stores_and_lists():
-    from ardselect._design import is_matrix
+    from ardselect.engine._design import is_matrix
 
     assert is_matrix(np.zeros((2, 2)))
     assert is_matrix(sp.csr_matrix((2, 2)))

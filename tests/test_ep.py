@@ -6,8 +6,8 @@ import scipy.sparse as sp
 from scipy.special import log_ndtr
 
 from ardselect import DataError, LabelError, ep_probit
-from ardselect import _ep as ep_module
-from ardselect._ep import latent_posterior, run_ep
+from ardselect.numerics import _ep as ep_module
+from ardselect.numerics._ep import latent_posterior, run_ep
 from tests.reference.literal_ep import literal_ep
 
 
@@ -283,7 +283,7 @@ def test_compiled_sweeps_hand_a_failed_factorisation_to_the_numpy_loop(monkeypat
     X, y = _toy(1, 10, 3)
     P = y[:, None] * X
     P[2, 1] = np.nan
-    from ardselect._compiled import ep_sweeps
+    from ardselect.numerics._compiled import ep_sweeps
 
     site = np.zeros((2, 10))
     status = ep_sweeps(np.ascontiguousarray(P.T), weight=True, diag_K=np.zeros(0), site=site,
@@ -300,7 +300,7 @@ def test_compiled_loops_fall_back_to_per_process_compilation(monkeypatch):
     # are then compiled without a disk cache instead of failing the import.
     from numba.core import caching
 
-    from ardselect._compiled import _jit
+    from ardselect.numerics._compiled import _jit
 
     monkeypatch.setattr(caching.CacheImpl, "_locator_classes", [])
     monkeypatch.delenv("NUMBA_CACHE_LOCATOR_CLASSES", raising=False)
@@ -317,7 +317,7 @@ def test_compiled_sweeps_equal_the_numpy_loop_on_hard_random_problems(monkeypatc
     # Scales from 1e-6 to 1e6, duplicated columns, separable and noisy labels, tiny and large prior
     # precisions, damping and short sweep budgets: the compiled loop (forced for every size) and
     # the numpy loop take the same number of sweeps and give the same evidence and weights.
-    from ardselect import _compiled as _kernels
+    from ardselect.numerics import _compiled as _kernels
 
     calls = []
     compiled = _kernels.ep_sweeps

@@ -14,7 +14,7 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from ardselect import GibbsRVMClassifier
-from ardselect._rvm import laplace_mode
+from ardselect.estimators._rvm import laplace_mode
 
 LAM = np.sqrt(np.pi / 8)
 

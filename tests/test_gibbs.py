@@ -1,4 +1,4 @@
-"""Tests of the Gibbs-sampled probit RVM (ardselect/_gibbs.py).
+"""Tests of the Gibbs-sampled probit RVM (ardselect/estimators/_gibbs.py).
 
 Monte Carlo comparisons use a tolerance of 4 Monte Carlo standard errors (MCSE = sd / sqrt(ESS),
 ESS from the classical split-chain estimator, itself tested below against AR(1) draws), so a correct
@@ -18,7 +18,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import ardselect
 from ardselect import GibbsRVMClassifier
-from ardselect import _gibbs as gb
+from ardselect.estimators import _gibbs as gb
 from ardselect.exceptions import DataError, LabelError
 
 Z4 = 4.0  # tolerance in Monte Carlo standard errors
@@ -328,7 +328,7 @@ def test_fixed_alpha_posterior_mean_matches_ep(seed):
     EP's mean is not exact: on this easy problem (n = 80, 3 weights, overlapping classes) its
     bias is a few percent of a posterior sd. Tolerance: 4 MCSE + 0.1 posterior sd.
     """
-    ep_probit = pytest.importorskip("ardselect._ep").ep_probit
+    ep_probit = pytest.importorskip("ardselect.numerics._ep").ep_probit
     data_rng = np.random.default_rng(1234)
     X = data_rng.normal(size=(80, 2))
     y = (X @ [1.0, -0.5] + 0.3 + data_rng.normal(size=80) > 0).astype(int)

@@ -36,7 +36,7 @@ run = run_cli
 
 @pytest.mark.parametrize("repeats", [1, 2])
 def test_grouped_inner_folds_never_split_a_group(repeats):
-    from ardselect._cv import make_folds
+    from ardselect.estimators._cv import make_folds
 
     X, y, donors = donor_data()
     for n_folds in (2, 3, 5):

@@ -12,9 +12,8 @@ import pytest
 from scipy.optimize import minimize_scalar
 
 from ardselect import ARDClassifier
-from ardselect._ep import latent_posterior
-from ardselect._joint import joint_actions, joint_gain, joint_optimum
-from ardselect._sequential import (
+from ardselect.engine._joint import joint_actions, joint_gain, joint_optimum
+from ardselect.engine._sequential import (
     ADD,
     DELETE,
     NONE,
@@ -23,6 +22,7 @@ from ardselect._sequential import (
     log_marginal_virtual,
     score_candidates,
 )
+from ardselect.numerics._ep import latent_posterior
 
 
 def _brute_optimum(s, q, g_max=np.inf):
@@ -283,9 +283,9 @@ def test_shared_sparse_and_dask_inputs_give_the_dense_fit():
 def test_one_class_joint_path_is_the_sequential_path(penalty, alpha_min, seed):
     # The K-class driver with one class takes the one-class path's steps exactly: the same start,
     # actions, genes and evidence (both score every gene: fewer than SCREEN_MIN_FEATURES).
-    from ardselect._joint import JointPath
-    from ardselect._problem import EPProbitProblem
-    from ardselect._sequential import SequentialPath
+    from ardselect.engine._joint import JointPath
+    from ardselect.engine._problem import EPProbitProblem
+    from ardselect.engine._sequential import SequentialPath
 
     rng = np.random.default_rng(seed)
     n, m = 30, 60

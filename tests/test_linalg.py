@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from ardselect._linalg import chol_logdet, chol_solve, safe_cholesky, tri_solve
+from ardselect.numerics._linalg import chol_logdet, chol_solve, safe_cholesky, tri_solve
 
 
 def test_cholesky_solve_and_logdet(rng):

@@ -104,8 +104,8 @@ def test_load_model_errors(tmp_path):
 
 
 def test_portable_model_predicts_with_the_estimators_rule():
-    """Probabilities come from ardselect._probit.probit_log_proba on each problem's latent moments."""
-    from ardselect._probit import probit_log_proba
+    """Probabilities come from ardselect.numerics._probit.probit_log_proba on each problem's latent moments."""
+    from ardselect.numerics._probit import probit_log_proba
 
     model, pre, posts = _toy_model(3)
     data = pd.DataFrame({"a": [0.0, 4.0, 1.0], "c": [5.0, 0.0, 2.0]})

@@ -17,7 +17,7 @@ import pytest
 import scipy.sparse as sp
 
 from ardselect import ARDClassifier
-from ardselect._neighbourhood import PRIOR_GENES, neighbourhood, neighbourhood_certainty
+from ardselect.estimators._neighbourhood import PRIOR_GENES, neighbourhood, neighbourhood_certainty
 from tests.reference.spikeslab_exact import exact_spike_slab
 from tests.reference.spikeslab_gibbs import gibbs_spike_slab
 

@@ -3,7 +3,7 @@ import pytest
 from scipy import integrate
 from scipy.stats import norm
 
-from ardselect._probit import inv_mills, log_Phi, tilted_moments
+from ardselect.numerics._probit import inv_mills, log_Phi, tilted_moments
 
 
 @pytest.mark.parametrize("z", [-1e4, -200.0, -40.0, -10.0, -1.0, 0.0, 1.0, 8.0, 30.0])
@@ -60,7 +60,7 @@ def test_ovr_combination_is_the_exactly_one_true_posterior():
 
     from scipy.stats import norm
 
-    from ardselect._probit import ovr_log_proba
+    from ardselect.numerics._probit import ovr_log_proba
 
     rng = np.random.default_rng(3)
     z = rng.normal(scale=2.0, size=(6, 4))
@@ -80,7 +80,7 @@ def test_ovr_combination_is_the_exactly_one_true_posterior():
 def test_ovr_binary_is_the_probit():
     from scipy.stats import norm
 
-    from ardselect._probit import ovr_log_proba
+    from ardselect.numerics._probit import ovr_log_proba
 
     z = np.array([[-50.0], [-1.0], [0.0], [2.5]])
     np.testing.assert_allclose(ovr_log_proba(z), np.column_stack([norm.logcdf(-z[:, 0]),

@@ -76,7 +76,7 @@ def test_per_donor_only_without_labels(rng):
 
 
 def test_grouped_folds_never_split_a_donor(rng):
-    from ardselect._cv import make_folds
+    from ardselect.estimators._cv import make_folds
     from ardselect.model_selection import partitions
 
     bulk = ardselect.pseudobulk(cells(rng, n_donors=10), "cell_type", "donor")

@@ -1,4 +1,4 @@
-"""Tests of the type-II ML RVMs (ardselect._rvm): regression, eta-RVR and Laplace classification.
+"""Tests of the type-II ML RVMs (ardselect.estimators._rvm): regression, eta-RVR and Laplace classification.
 
 Every numerical claim is checked against code that shares nothing with the estimators: dense
 ``numpy.linalg`` / ``scipy.stats`` formulas, ``scipy.optimize`` maximisation of the closed-form
@@ -22,14 +22,14 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from ardselect import DataError, LabelError, RVMClassifier, RVMRegressor, ep_probit
-from ardselect._rvm import (
+from ardselect.engine._sequential import SequentialPath
+from ardselect.estimators._rvm import (
     _GaussianProblem,
     _log_ml_joint,
     _optimise_noise,
     laplace_mode,
     log_marginal_eta,
 )
-from ardselect._sequential import SequentialPath
 
 
 @pytest.fixture

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import ardselect._sequential as seq
+import ardselect.engine._sequential as seq
 from ardselect import ARDClassifier
-from ardselect._ep import GaussianPrior, LatentPosterior, _Marginals, _new_sites
-from ardselect._probit import tilted_moments
-from ardselect._screening import CandidateScreen, add_gain_threshold
+from ardselect.engine._screening import CandidateScreen, add_gain_threshold
+from ardselect.numerics._ep import GaussianPrior, LatentPosterior, _Marginals, _new_sites
+from ardselect.numerics._probit import tilted_moments
 from tests.reference.make_path_reference import PARAMS, record, seed_data
 
 

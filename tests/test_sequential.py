@@ -5,8 +5,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import minimize_scalar
 
-from ardselect._ep import latent_posterior
-from ardselect._sequential import (
+from ardselect.engine._sequential import (
     ADD,
     DELETE,
     REESTIMATE,
@@ -14,6 +13,7 @@ from ardselect._sequential import (
     log_marginal_virtual,
     score_candidates,
 )
+from ardselect.numerics._ep import latent_posterior
 from tests.conftest import scripted_path_loop
 
 
@@ -146,7 +146,7 @@ def test_alpha_floor_and_disallowed_features():
 
 
 def test_sparse_sample_route_in_blocks_matches_dense(monkeypatch):
-    import ardselect._memory as design
+    import ardselect.engine._memory as design
 
     Phi, b, t, alpha = _problem(8, 8, 40, 12)
     Phi[np.abs(Phi) < 0.8] = 0.0
@@ -224,7 +224,7 @@ def test_one_deletion_that_lowers_the_objective_is_kept():
 
 # ---------------------------------------------------------------------------- the pruning tail
 def _tail_problem(seed=0, n=40, m=30):
-    from ardselect._problem import EPProbitProblem
+    from ardselect.engine._problem import EPProbitProblem
 
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, m))
@@ -237,7 +237,7 @@ def _tail_problem(seed=0, n=40, m=30):
 
 
 def _run_tail(sizes, *, fixed=True, alpha_min=1.0):
-    from ardselect._sequential import SequentialPath
+    from ardselect.engine._sequential import SequentialPath
 
     prob, m = _tail_problem()
     path = SequentialPath(prob, init="relevant", alpha_min=alpha_min, tol=1e-6,
@@ -292,7 +292,7 @@ def test_the_tail_re_estimates_the_remaining_precisions():
     end = path.steps[-1]
     tau, nu = end.state
     b, t = tau, nu / np.where(tau > 0, tau, 1.0)
-    from ardselect._ep import LatentPosterior
+    from ardselect.numerics._ep import LatentPosterior
 
     post = LatentPosterior(prob.columns(end.active), end.alpha, tau, nu)
     S, Q = score_candidates(prob.columns(end.active), post, b, t)

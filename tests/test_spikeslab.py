@@ -19,7 +19,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from ardselect import ConstantFeatureWarning, DataError, SpikeSlabClassifier, ep_probit
-from ardselect._spikeslab import credible_sets
+from ardselect.estimators._spikeslab import credible_sets
 from tests.reference.spikeslab_exact import exact_spike_slab
 from tests.reference.spikeslab_gibbs import gibbs_spike_slab
 from tests.test_spikeslab_ep import labels, standardised

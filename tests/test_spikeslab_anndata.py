@@ -9,9 +9,9 @@ import pytest
 
 import ardselect
 from ardselect import ARDClassifier, SpikeSlabClassifier
-from ardselect._signature import _SPIKESLAB_COLUMNS
 from ardselect.exceptions import ArdselectError
 from ardselect.preprocessing import Preprocessor
+from ardselect.signature._signature import _SPIKESLAB_COLUMNS
 
 
 def _copies(seed=0, n=80, p=30):

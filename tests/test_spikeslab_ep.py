@@ -7,7 +7,7 @@ import pytest
 from scipy import integrate
 from scipy.stats import norm
 
-from ardselect._spikeslab_ep import prior_site_moments, run_spikeslab_ep
+from ardselect.estimators._spikeslab_ep import prior_site_moments, run_spikeslab_ep
 
 
 def standardised(rng, n, p, m=0):
@@ -79,7 +79,7 @@ def test_acceleration_keeps_the_fixed_point(seed):
 @pytest.mark.parametrize(("n", "p"), [(30, 5), (20, 60)])
 def test_inclusion_one_is_run_ep(seed, n, p):
     """p0 = 1: the gene sites are the exact prior, and the fit is run_ep's at alpha = 1 / v_s."""
-    from ardselect._ep import run_ep
+    from ardselect.numerics._ep import run_ep
 
     rng = np.random.default_rng(seed)
     Z, _ = standardised(rng, n, p)

@@ -1,4 +1,4 @@
-"""Tests of the variational RVM (Bishop & Tipping 2000): ardselect/_variational.py."""
+"""Tests of the variational RVM (Bishop & Tipping 2000): ardselect/estimators/_variational.py."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from ardselect import VariationalRVMClassifier, VariationalRVMRegressor
-from ardselect._variational import (
+from ardselect.estimators._variational import (
     _fit_variational,
     _VariationalState,
     gamma_entropy,

@@ -87,7 +87,7 @@ print(pre.describe())
 #
 # We train on the authors' 38 training samples only, so that the 34 others stay untouched for
 # testing. `ardselect.rank_genes` writes its results into the AnnData object, scanpy style
-# ([`ardselect.rank_genes`](../ardselect/_anndata.py)); AML is the positive class, so genes
+# ([`ardselect.rank_genes`](../ardselect/signature/_anndata.py)); AML is the positive class, so genes
 # more expressed in AML get positive weights.
 
 # %%

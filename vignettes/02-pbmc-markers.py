@@ -88,7 +88,7 @@ if QUICK:
 # ## 2. B cells against everything else
 #
 # `positive="CD19+ B"` fits one binary problem, B cells vs all other cells
-# ([`ardselect.rank_genes`](../ardselect/_anndata.py)); the command-line equivalent is
+# ([`ardselect.rank_genes`](../ardselect/signature/_anndata.py)); the command-line equivalent is
 # `ardselect fit pbmc68k_reduced.h5ad -g bulk_labels --positive "CD19+ B" --use-raw`.
 
 # %%

@@ -3,7 +3,7 @@
 Sites ``g_i(w) = s_i exp(-(phi_i . w - m_i)^2 / (2 v_i))`` are updated one at a time (sequential EP) with
 explicit matrix inverses and ``scipy.stats.norm``; the evidence is eq. 11 in Minka's original form,
 ``p(D|alpha) = |V|^1/2 (prod alpha)^1/2 exp(B/2) prod_i s_i`` with ``B = m^T V^-1 m - sum_i m_i^2 / v_i``.
-Nothing here is shared with ``ardselect._ep``: it exists to check the fast code. Use only on tiny
+Nothing here is shared with ``ardselect.numerics._ep``: it exists to check the fast code. Use only on tiny
 problems with moderate margins (no log-space care here).
 """
 

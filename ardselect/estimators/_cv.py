@@ -1,0 +1,716 @@
+"""Inner cross-validation for ``ARDClassifier(criterion="cv")``: how many genes, and how confident.
+
+Every score computed on the training data after the genes were chosen (the EP evidence, the EP
+leave-one-out error or density) is optimistic for the models that selection favoured, and more so
+the harder the data. The honest remedy is the one glmnet and scikit-learn use: refit on part of the
+training data and score on the rest.
+
+The ARD path (and its pruning tail, :meth:`ardselect.engine._sequential.SequentialPath.prune`) holds a
+model of every size of :data:`ardselect.engine._problem.SIZE_GRID` up to its largest: for each size, the path step of that
+many genes with the largest EP evidence. The inner cross-validation runs the same path on the
+training part of each of ``n_folds`` stratified folds and scores the held-out part at every size,
+as glmnet scores every ``lambda`` of its path: the *frontier* of held-out log-loss against the
+number of genes. The size chosen on the frontier is taken from the path of the whole training set.
+
+Each size's held-out latents are pooled over the folds: their posterior mean ``m`` and variance
+``v`` give the probit predictive ``Phi(m / sqrt(1 + v))``. Three calibration constants are fitted
+to them by maximum held-out likelihood, ``P = Phi(a + T m / sqrt(1 + s v))``:
+
+* the *temperature* ``T`` in ``[T_MIN, 1]``. It only ever softens a model, undoing the
+  overconfidence that selection on the training data leaves in the posterior; it never sharpens one
+  (on separable data the held-out likelihood would push ``T`` to infinity);
+* the *offset* ``a``: with it a softened model moves toward the class frequencies, not toward
+  one half (a model that predicts nothing falls back to the base rate);
+* the *variance scale* ``s`` in ``[s_min, 1]`` (the estimator's ``variance_scale_min``): how much of
+  the posterior variance of the latent the predictive counts. With far more genes than samples,
+  most of ``v`` at a new sample is prior variance along directions the training samples never
+  constrained; ``s`` can only sharpen, and only by discounting ``v``, so a prediction stays
+  between the Bayesian predictive and a point estimate.
+
+The size is chosen by the held-out log-loss after ``(a, T)`` (:func:`choose_size`): the lowest
+(``rule="min"``), or the smallest within one standard error of the lowest (``rule="1se"``, glmnet's
+``lambda.1se``). A model with genes must beat the intercept-only model (size 0, the class
+frequencies) by ``null_se`` paired standard errors of the per-sample log-loss difference, else the
+signature is empty. With more than two classes, the problems' calibrated answers are combined by
+the odds rule with one more temperature, fitted the same way on the pooled held-out multi-class
+log-loss.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import minimize_scalar
+from scipy.special import log_ndtr
+
+from ..engine._design import as_design, dense
+from ..engine._problem import run_binary, run_joint, sign_in_place, size_steps
+from ..numerics._ep import LatentPosterior
+from ..numerics._probit import inv_mills, moderated_latent, ovr_log_proba
+from ._binary_fit import as_runs
+
+__all__ = [
+    "NULL_SE",
+    "S_MIN",
+    "T_MIN",
+    "Calibration",
+    "Frontier",
+    "calibrate",
+    "calibrated_latent",
+    "choose_by_cv",
+    "choose_size",
+    "cross_validate",
+    "fit_calibration",
+    "fit_combine_temperature",
+    "fit_platt",
+    "fit_temperature",
+    "frontier",
+    "step_latent",
+]
+
+#: Smallest temperature: a model whose held-out answers carry no information is shrunk this far.
+T_MIN = 1e-2
+
+#: Smallest variance scale: the predictive counts at least half the latent's posterior variance.
+S_MIN = 0.5
+
+#: Bound on the calibration offset, in latent units (a class frequency of 1e-23 or its complement).
+OFFSET_MAX = 10.0
+
+#: Paired standard errors by which a model with genes must beat the intercept-only model.
+NULL_SE = 1.0
+
+#: ``cv="holdout"``: one validation split holding out ``1 / HOLDOUT_FOLDS`` of the samples (the
+#: first fold of the stratified ``HOLDOUT_FOLDS``-fold split).
+HOLDOUT_FOLDS = 5
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How a model's latent becomes a probability: ``Phi(offset + temperature * m / sqrt(1 + s v))``."""
+
+    temperature: float = 1.0
+    variance_scale: float = 1.0
+    offset: float = 0.0
+
+
+def _bounded_min(loss):
+    """Minimiser of a scalar ``loss`` on ``[T_MIN, 1]``, the bounds themselves included."""
+    res = minimize_scalar(loss, bounds=(T_MIN, 1.0), method="bounded", options={"xatol": 1e-6})
+    cands = ((float(res.x), float(res.fun)), (1.0, loss(1.0)), (T_MIN, loss(T_MIN)))
+    return min(cands, key=lambda p: p[1])
+
+
+def _temperature(a):
+    """The ``T`` in ``[T_MIN, 1]`` maximising ``f(T) = mean log Phi(T a)``, and ``-f`` there.
+
+    ``f`` is concave (``log Phi`` is), with ``f'(T) = mean(a r(T a))`` and
+    ``f''(T) = -mean(a^2 r (T a + r))``, ``r = phi / Phi`` the inverse Mills ratio. A bound is the
+    answer when ``f'`` does not change sign inside; otherwise Newton's method, kept inside a
+    shrinking bracket of the root of ``f'`` (bisection where a step would leave it), finds it.
+    """
+
+    def slope(temp):
+        x = temp * a
+        r = inv_mills(x)
+        return float(np.mean(a * r)), -float(np.mean(a * a * r * (x + r)))
+
+    def loss(temp):
+        return -float(np.mean(log_ndtr(temp * a)))
+
+    if slope(1.0)[0] >= 0.0:
+        return 1.0, loss(1.0)
+    if slope(T_MIN)[0] <= 0.0:
+        return T_MIN, loss(T_MIN)
+    lo, hi, temp = T_MIN, 1.0, 1.0
+    for _ in range(100):
+        g, h = slope(temp)
+        if g > 0.0:
+            lo = temp
+        else:
+            hi = temp
+        step = temp - g / h if h < 0.0 else np.nan
+        new = step if lo < step < hi else 0.5 * (lo + hi)
+        if abs(new - temp) <= 1e-10 or hi - lo <= 1e-10:
+            temp = new
+            break
+        temp = new
+    return temp, loss(temp)
+
+
+def fit_temperature(z, t):
+    """The ``T`` in ``[T_MIN, 1]`` maximising ``mean log Phi(T t z)``, and the mean log-loss there.
+
+    Parameters
+    ----------
+    z : ndarray of shape (n,)
+        Held-out standardised latents of the positive class.
+    t : ndarray of shape (n,)
+        Signed labels, +1 for the positive class and -1 otherwise.
+
+    Returns
+    -------
+    temperature, log_loss : float
+
+    The objective is convex in ``T`` (``log Phi`` is concave and ``T t z`` is linear in ``T``), so
+    a safeguarded Newton search on its derivative finds the optimum.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = np.array([1.0, 1.0, -1.0, -1.0])
+    >>> fit_temperature(np.array([3.0, 2.0, -3.0, -2.0]), t)[0]  # separable: never sharpened
+    1.0
+    >>> fit_temperature(np.array([2.0, -2.0, -2.0, 2.0]), t)[0]  # right half the time: flat
+    0.01
+    """
+    return _temperature(np.asarray(t, dtype=np.float64) * np.asarray(z, dtype=np.float64))
+
+
+def fit_platt(z, t):
+    """The offset ``a`` and temperature ``T`` of least held-out log-loss, and that log-loss.
+
+    Minimises ``f(a, T) = -mean log Phi(t (a + T z))`` over ``a`` in ``[-OFFSET_MAX, OFFSET_MAX]``
+    and ``T`` in ``[T_MIN, 1]``. ``f`` is convex (``log Phi`` is concave and its argument linear in
+    ``(a, T)``), with gradient ``-mean(t r [1, z])`` and Hessian ``mean(w [1, z]' [1, z])``,
+    ``r = phi / Phi`` at ``x = t (a + T z)`` and ``w = r (x + r) >= 0``; a projected Newton
+    method with a backtracking line search finds its minimum in a few steps. Returns
+    ``(a, T, log_loss)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = np.array([1.0, -1.0, -1.0, -1.0, 1.0, -1.0])
+    >>> a, T, _ = fit_platt(np.array([0.5, -0.5, 0.5, -0.5, -0.5, 0.5]), t)  # uninformative
+    >>> float(np.round(T, 2)), bool(a < 0)  # the model is flattened onto the class frequency
+    (0.01, True)
+    """
+    z = np.asarray(z, dtype=np.float64)
+    t = np.asarray(t, dtype=np.float64)
+    lo = np.array([-OFFSET_MAX, T_MIN])
+    hi = np.array([OFFSET_MAX, 1.0])
+
+    def loss(p):
+        return -float(np.mean(log_ndtr(t * (p[0] + p[1] * z))))
+
+    p = np.array([0.0, 1.0])
+    f = loss(p)
+    for _ in range(100):
+        x = t * (p[0] + p[1] * z)
+        r = inv_mills(x)
+        w = r * (x + r)
+        g = -np.array([np.mean(t * r), np.mean(t * r * z)])
+        H = np.array([[np.mean(w), np.mean(w * z)], [np.mean(w * z), np.mean(w * z * z)]])
+        # A coordinate at a bound whose gradient points outwards stays there (projected Newton).
+        free = ~(((p <= lo) & (g > 0)) | ((p >= hi) & (g < 0)))
+        if not free.any():
+            break
+        step = np.zeros(2)
+        Hf = H[np.ix_(free, free)]
+        # Levenberg term: a constant z (the intercept-only model) makes H singular.
+        Hf = Hf + (1e-12 + 1e-9 * np.trace(Hf)) * np.eye(int(free.sum()))
+        step[free] = -np.linalg.solve(Hf, g[free])
+        k = 1.0
+        while True:
+            q = np.clip(p + k * step, lo, hi)
+            fq = loss(q)
+            if fq <= f + 1e-4 * float(g @ (q - p)) or k < 1e-10:
+                break
+            k *= 0.5
+        done = abs(f - fq) <= 1e-12 * (1.0 + abs(f)) and np.max(np.abs(q - p)) <= 1e-9
+        if fq <= f:
+            p, f = q, fq
+        if done or k < 1e-10:
+            break
+    return float(p[0]), float(p[1]), f
+
+
+def fit_calibration(mean, var, t, s_min=S_MIN):
+    """The :class:`Calibration` of best held-out likelihood, and the log-loss there.
+
+    Maximises ``mean log Phi(t (a + T m / sqrt(1 + s v)))`` over the offset ``a``, the
+    temperature ``T`` in ``[T_MIN, 1]`` and the variance scale ``s`` in ``[s_min, 1]``
+    (``s_min = 1``: ``a`` and ``T`` alone). For each ``s`` the objective is convex in ``(a, T)``
+    (:func:`fit_platt`); ``s`` is found by a bounded scalar search on that profile, the bounds
+    themselves included. Ties go to ``s = 1`` (with ``v = 0`` everywhere ``s`` changes nothing).
+
+    Parameters
+    ----------
+    mean, var : ndarray of shape (n,)
+        Held-out posterior mean and variance of the positive class's latent.
+    t : ndarray of shape (n,)
+        Signed labels, +1 for the positive class and -1 otherwise.
+    s_min : float in [0, 1], default=S_MIN
+
+    Returns
+    -------
+    calibration : Calibration
+    log_loss : float
+    """
+    mean = np.asarray(mean, dtype=np.float64)
+    var = np.maximum(np.asarray(var, dtype=np.float64), 0.0)
+
+    def profile(s):
+        return fit_platt(moderated_latent(mean, var, variance_scale=s), t)
+
+    s_min = float(s_min)
+    scales = [1.0]
+    if s_min < 1.0 and np.any(var > 0):
+        res = minimize_scalar(lambda s: profile(s)[2], bounds=(s_min, 1.0), method="bounded",
+                              options={"xatol": 1e-2})
+        scales += [float(res.x), s_min]
+    best = None
+    for s in scales:  # the first of equal losses wins
+        a, temp, ll = profile(s)
+        if best is None or ll < best[1] - 1e-12:
+            best = (Calibration(temp, s, a), ll)
+    return best
+
+
+def calibrated_latent(mean, var, calibration):
+    """``a + T m / sqrt(1 + s v)`` for one problem's :class:`Calibration` (arrays of shape (n,))."""
+    c = calibration
+    return c.offset + moderated_latent(mean, var, c.temperature, c.variance_scale)
+
+
+def fit_combine_temperature(z, y_idx):
+    """Temperature of the multi-class combination in ``[T_MIN, 1]``, and the mean log-loss there.
+
+    ``z`` is ``(n, k)``: each problem's calibrated held-out latents (:func:`calibrated_latent`),
+    ``y_idx`` the ``(n,)`` true class indices. The class probabilities are those of
+    :func:`ardselect.numerics._probit.ovr_log_proba` (the odds rule at 1).
+    """
+    z = np.asarray(z, dtype=np.float64)
+    rows = np.arange(len(y_idx))
+    return _bounded_min(lambda temp: -float(np.mean(ovr_log_proba(z, temp)[rows, y_idx])))
+
+
+def step_latent(problem, step, rows):
+    """Posterior mean and variance of the latent at ``rows`` under a recorded path step.
+
+    ``problem`` is the fold's :class:`ardselect.engine._problem.EPProbitProblem`; its design is
+    signed, so the posterior of the weights is the one of the positive class. ``rows`` are the
+    unsigned, unit-RMS design rows of the held-out samples (all columns). The posterior is rebuilt
+    from the step's stored EP sites, without further EP sweeps. Returns a ``(2, n)`` array: the
+    means, then the variances (never negative).
+    """
+    tau, nu = step.state
+    post = LatentPosterior(problem.columns(step.active), step.alpha, tau, nu)
+    A = dense(rows[:, step.active])
+    m, v = post.latent(A)
+    return np.vstack([m, np.maximum(v, 0.0)])
+
+
+def frontier(oof, t):
+    """The held-out scores of every model size: one record per size, and the per-sample losses.
+
+    ``oof`` maps a size (genes) to the ``(2, n)`` pooled held-out latent means and variances of
+    that size's fold models, smallest first; ``t`` are the signed labels ``(n,)``. Each record
+    holds ``n_genes``, ``cv_log_loss`` (after the offset and temperature, :func:`fit_platt`: what
+    the choice compares) and its standard error over the samples, ``cv_error`` (the share of
+    held-out samples on the wrong side, after the same calibration) and its binomial standard
+    error, and the calibration: ``temperature`` and ``offset`` with ``variance_scale`` 1 and
+    ``cv_log_loss_final`` equal to ``cv_log_loss`` (:func:`calibrate` fits the variance scale of
+    the sizes that are kept). Returns ``(records, losses)``, ``losses`` mapping each size to its
+    ``(n,)`` per-sample log-losses (the ones ``cv_log_loss`` averages).
+    """
+    t = np.asarray(t, dtype=np.float64)
+    records, losses = [], {}
+    for k, (m, v) in oof.items():
+        z = moderated_latent(m, v)
+        a, temp, ll = fit_platt(z, t)
+        x = t * (a + temp * z)
+        per = -log_ndtr(x)
+        losses[k] = per
+        err = float(np.mean(x <= 0.0))
+        records.append({
+            "n_genes": int(k),
+            "cv_log_loss": ll,
+            "cv_log_loss_se": float(np.std(per, ddof=1) / np.sqrt(per.size)),
+            "cv_error": err,
+            "cv_error_se": float(np.sqrt(err * (1.0 - err) / per.size)),
+            "temperature": temp,
+            "variance_scale": 1.0,
+            "offset": a,
+            "cv_log_loss_final": ll,
+        })
+    return records, losses
+
+
+def calibrate(record, latent, t, s_min=S_MIN):
+    """Fit a frontier record's full calibration (:func:`fit_calibration`) in place.
+
+    ``latent`` is the size's ``(2, n)`` pooled held-out means and variances. Only the sizes a fit
+    keeps (the chosen one and the one-standard-error one) are given their variance scale; the
+    other records keep ``variance_scale`` 1 with their offset and temperature.
+    """
+    cal, final = fit_calibration(latent[0], latent[1], t, s_min)
+    record.update({"temperature": cal.temperature, "variance_scale": cal.variance_scale,
+                   "offset": cal.offset, "cv_log_loss_final": final})
+
+
+def choose_size(records, losses, rule="min", null_se=NULL_SE):
+    """Index into ``records`` (:func:`frontier`, smallest size first) of the chosen size.
+
+    ``rule="min"``: the lowest ``cv_log_loss`` (the smaller size on ties); ``"1se"``: the
+    smallest size whose ``cv_log_loss`` is within one standard error of the lowest. When the
+    frontier holds the intercept-only model (size 0) and ``null_se`` is not None, a size with
+    genes is kept only if its per-sample log-loss (``losses``, by size) is below that model's by
+    at least ``null_se`` paired standard errors.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> recs = [{"n_genes": k, "cv_log_loss": ll, "cv_log_loss_se": 0.02}
+    ...         for k, ll in [(1, 0.30), (2, 0.25), (5, 0.24)]]
+    >>> choose_size(recs, {}, "min"), choose_size(recs, {}, "1se")
+    (2, 1)
+    """
+    means = np.array([r["cv_log_loss"] for r in records])
+    best = int(np.argmin(means))  # the first minimum: the smaller size
+    pick = best
+    if rule == "1se":
+        pick = int(np.flatnonzero(means <= means[best] + records[best]["cv_log_loss_se"]
+                                  + 1e-12)[0])
+    if null_se is not None and records[0]["n_genes"] == 0 and pick != 0:
+        d = losses[records[pick]["n_genes"]] - losses[0]
+        if d.size < 2 or np.mean(d) > -null_se * np.std(d, ddof=1) / np.sqrt(d.size):
+            pick = 0
+    return pick
+
+
+# ---------------------------------------------------------------------------- the folds
+def fold_design(Phi_s, allowed, icol, train, test):
+    """A fold's training design, the genes that may enter there and its held-out rows.
+
+    As a refit on the fold would: columns back to unit RMS on the fold's training part (the
+    precision floor is defined on that scale), genes constant there left out. The held-out rows
+    are scaled the same way. ``icol`` is the intercept's column, or an array of the columns held
+    in every model (:attr:`~ardselect.engine._problem.PathSpec.nongene`). Returns
+    ``(Phi_tr, allowed_f, rows)``.
+    """
+    from ..engine._basis import unit_rms
+    from ..engine._validation import constant_columns
+
+    Phi_tr, scale, nonzero = unit_rms(Phi_s[train])
+    allowed_f = allowed & nonzero & ~constant_columns(Phi_tr)
+    held = np.atleast_1d(icol)
+    held = held[held >= 0]
+    # The held columns stay as in the full fit: the intercept is constant by design, and a
+    # covariate may be constant (a batch absent) within a fold.
+    allowed_f[held] = allowed[held]
+    rows = as_design(Phi_s).scaled_rows(test, scale)
+    return Phi_tr, allowed_f, rows
+
+
+def _held_out(run, icol, sizes, rows):
+    """``{size: (latent, genes)}`` of one fold run: the held-out latents at each size's step."""
+    out = {}
+    for k, i in size_steps(run.steps, icol, sizes).items():
+        st = run.steps[i]
+        out[k] = (step_latent(run.problem, st, rows), st.active[~np.isin(st.active, icol)])
+    return out
+
+
+def fold_binary(spec, k, y_idx, Phi_s, allowed, train, test, label=None):
+    """One problem (class ``k`` against the rest) refitted on a fold's training part.
+
+    Returns ``{size: (latent, genes)}``: for every size of the fold's path, the ``(2, n_test)``
+    posterior mean and variance of the held-out latents (:func:`step_latent`) and the columns of
+    its genes. ``label`` names the class in the progress records.
+    """
+    Phi_tr, allowed_f, rows = fold_design(Phi_s, allowed, spec.nongene, train, test)
+    t = np.where(y_idx[train] == k, 1.0, -1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the full fit reports its own warnings
+        run = run_binary(spec, sign_in_place(Phi_tr, t), allowed_f, label)
+        return _held_out(run, spec.nongene, spec.sizes, rows)
+
+
+def fold_joint(spec, y_idx, Phi_s, allowed, train, test):
+    """The shared-precision path (``multiclass="shared"``) refitted on a fold's training part.
+
+    Returns one ``{size: (latent, genes)}`` per class, as :func:`fold_binary` does for one problem;
+    every class holds the same genes at each size.
+    """
+    Phi_tr, allowed_f, rows = fold_design(Phi_s, allowed, spec.nongene, train, test)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the full fit reports its own warnings
+        runs = run_joint(spec, Phi_tr, y_idx[train], allowed_f)
+        return [_held_out(run, spec.nongene, spec.sizes, rows) for run in runs]
+
+
+@dataclass
+class Frontier:
+    """One problem's frontier and the size chosen on it.
+
+    ``records``: one per size (:func:`frontier`, with its ``step`` on the full path); ``chosen``:
+    the index of the chosen record; ``frequency``: each column's share of the fold models of the
+    chosen size that hold it, ``(m,)``; ``one_se``: the index of the size ``rule="1se"`` picks;
+    ``latent``: the chosen size's calibrated held-out latent of every pooled sample held out;
+    ``rows``: those samples' pooled indices (repeat ``r`` of sample ``i`` is ``r * n + i``).
+    """
+
+    records: list
+    chosen: int
+    frequency: np.ndarray
+    one_se: int
+    latent: np.ndarray | None = None
+    rows: np.ndarray | None = None
+
+    def calibration(self, i):
+        r = self.records[i]
+        return Calibration(r["temperature"], r["variance_scale"], r["offset"])
+
+
+def cross_validate(spec, runs, Phi_s, y_idx, problems, allowed, folds, run_tasks, *,
+                   joint=False, s_min=S_MIN, rule="min", null_se=NULL_SE, max_genes=None,
+                   labels=None):
+    """The frontier of every problem and the size chosen on it, from the fold refits.
+
+    ``runs`` are the full training set's path runs (one per problem), ``problems`` the class index
+    of each, ``folds`` the ``(train, test, offset)`` triples (``offset``: where a repeat's
+    predictions start in the pooled arrays), ``run_tasks(fn, args)`` the executor. A size is
+    compared only when the full path and every fold path hold it, and chosen only up to
+    ``max_genes`` (the frontier still shows the larger sizes); ``labels`` name the problems'
+    classes in the progress records. With ``joint`` one size is chosen
+    for all classes, by the pooled multi-class log-loss (each class calibrated at that size).
+    Returns the problems' :class:`Frontier` and the combination temperature.
+    """
+    n = y_idx.shape[0]
+    n_pooled = max(off for _, _, off in folds) + n
+    # The pooled rows some fold holds out: all of them with k folds, a fifth with a holdout.
+    kept = np.unique(np.concatenate([off + te for _, te, off in folds]))
+    if joint:
+        per_fold = run_tasks(fold_joint, [(spec, y_idx, Phi_s, allowed, tr, te)
+                                          for tr, te, _ in folds])
+        results = [(i, off, te, res[i]) for (_, te, off), res in zip(folds, per_fold, strict=True)
+                   for i in range(len(problems))]
+    else:
+        keys = [(i, off, tr, te) for tr, te, off in folds for i in range(len(problems))]
+        names = labels if labels is not None else [None] * len(problems)
+        tasks = [(spec, problems[i], y_idx, Phi_s, allowed, tr, te, names[i])
+                 for i, _, tr, te in keys]
+        results = [(i, off, te, res) for (i, off, _, te), res in
+                   zip(keys, run_tasks(fold_binary, tasks), strict=True)]
+    held = [{} for _ in problems]  # problem -> size -> [(offset, test, latent, genes)]
+    for i, off, te, res in results:
+        for k, (latent, genes) in res.items():
+            held[i].setdefault(k, []).append((off, te, latent, genes))
+    y_pooled = np.tile(y_idx, n_pooled // n)[kept]
+    m = allowed.shape[0]
+    tables = []
+    for i, (k, run) in enumerate(zip(problems, runs, strict=True)):
+        full = size_steps(run.steps, spec.nongene, spec.sizes)
+        sizes = [s for s in full if len(held[i].get(s, ())) == len(folds)]
+        oof = {}
+        for s in sizes:
+            arr = np.zeros((2, n_pooled))
+            for off, te, latent, _ in held[i][s]:
+                arr[:, off + te] = latent
+            oof[s] = arr[:, kept]
+        records, losses = frontier(oof, np.where(y_pooled == k, 1.0, -1.0))
+        for r in records:
+            r["step"] = full[r["n_genes"]]
+        tables.append((records, losses, oof))
+    def eligible(records):
+        """The records a choice may take: those within the gene budget (smallest first)."""
+        return [r for r in records if max_genes is None or r["n_genes"] <= max_genes]
+
+    if joint:
+        pick = _choose_joint([(eligible(rec), losses, oof) for rec, losses, oof in tables],
+                             y_pooled, rule, null_se)
+        chosen = [pick] * len(problems)
+    else:
+        chosen = [choose_size(eligible(rec), losses, rule, null_se) for rec, losses, _ in tables]
+    out = []
+    for i, ((records, _, oof), c, k) in enumerate(zip(tables, chosen, problems, strict=True)):
+        freq = np.zeros(m)
+        for _, _, _, genes in held[i][records[c]["n_genes"]]:
+            freq[genes] += 1.0
+        one_se = choose_size(eligible(records), {}, "1se", null_se=None)
+        t = np.where(y_pooled == k, 1.0, -1.0)
+        for j in {c, one_se}:
+            calibrate(records[j], oof[records[j]["n_genes"]], t, s_min)
+        fr = Frontier(records, c, freq / len(folds), one_se)
+        fr.latent = calibrated_latent(*oof[records[c]["n_genes"]], fr.calibration(c))
+        fr.rows = kept
+        out.append(fr)
+    combine = 1.0
+    if len(problems) > 1:
+        z = np.column_stack([fr.latent for fr in out])
+        combine = fit_combine_temperature(z, y_pooled)[0]
+    return out, combine
+
+
+def _choose_joint(tables, y_pooled, rule, null_se):
+    """The one size of a shared fit, by the pooled multi-class log-loss of its calibrated classes.
+
+    Sizes held by every class are compared: the lowest mean (``rule="min"``, the smaller size on
+    ties) or the smallest within one standard error of it (``"1se"``); a size with genes must
+    beat size 0 by ``null_se`` paired standard errors of the per-sample multi-class log-loss.
+    """
+    common = sorted(set.intersection(*[{r["n_genes"] for r in rec} for rec, _, _ in tables]))
+    rows = np.arange(y_pooled.shape[0])
+    per = {}
+    for s in common:
+        z = []
+        for rec, _, oof in tables:
+            r = next(r for r in rec if r["n_genes"] == s)
+            cal = Calibration(r["temperature"], r["variance_scale"], r["offset"])
+            z.append(calibrated_latent(*oof[s], cal))
+        z = np.column_stack(z)
+        temp = fit_combine_temperature(z, y_pooled)[0]
+        per[s] = -ovr_log_proba(z, temp)[rows, y_pooled]
+    best = min(common, key=lambda s: (float(np.mean(per[s])), s))
+    if rule == "1se":
+        se = float(np.std(per[best], ddof=1) / np.sqrt(per[best].size))
+        best = next(s for s in common if np.mean(per[s]) <= np.mean(per[best]) + se + 1e-12)
+    if common[0] == 0 and best != 0:
+        d = per[best] - per[0]
+        if np.mean(d) > -null_se * np.std(d, ddof=1) / np.sqrt(d.size):
+            best = 0
+    return next(j for j, r in enumerate(tables[0][0]) if r["n_genes"] == best)
+
+
+def check_groups(groups, y, criterion):
+    """``groups`` (one label per sample) as an array of strings, or None; checked against ``y``."""
+    if groups is None:
+        return None
+    if criterion != "cv":
+        msg = (f"groups are used by the inner cross-validation of criterion='cv' only; got "
+               f"criterion={criterion!r}")
+        raise ValueError(msg)
+    groups = np.asarray(groups, dtype=object)
+    n = len(y)
+    if groups.ndim != 1 or groups.shape[0] != n:
+        msg = f"groups has shape {groups.shape} for {n} samples; give one group per sample"
+        raise ValueError(msg)
+    if pd.isna(groups).any():
+        msg = f"groups has {int(pd.isna(groups).sum())} missing value(s); give every sample one"
+        raise ValueError(msg)
+    groups = groups.astype(str)
+    if np.unique(groups).size < 2:
+        msg = ("groups has a single group; at least 2 are needed to hold out whole groups "
+               "(or fit without groups)")
+        raise ValueError(msg)
+    return groups
+
+
+def make_folds(y_idx, n_folds, cv_repeats, random_state, groups=None, *, holdout=False):
+    """The inner cross-validation's ``(train, test, offset)`` triples.
+
+    Repeat ``r``'s held-out latents go to rows ``r * n ... (r + 1) * n - 1`` of the pooled
+    predictions. Without groups, the folds are those of ``RepeatedStratifiedKFold`` (with one
+    repeat, of ``StratifiedKFold``) with a seed drawn from ``random_state``; with groups,
+    ``StratifiedGroupKFold`` shuffled with that seed plus the repeat's number, so that no group
+    is on both sides of a fold. With ``holdout``, only the first fold of each repeat: one
+    validation split holding out ``1 / n_folds`` of the samples.
+    """
+    if holdout:
+        folds = make_folds(y_idx, n_folds, cv_repeats, random_state, groups)
+        return folds[::n_folds] if groups is None else _first_of_repeats(folds)
+    from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedGroupKFold
+    from sklearn.utils import check_random_state
+
+    n = y_idx.shape[0]
+    seed = check_random_state(random_state).randint(np.iinfo(np.int32).max)
+    if groups is None:
+        splitter = RepeatedStratifiedKFold(n_splits=n_folds, n_repeats=int(cv_repeats),
+                                           random_state=seed)
+        return [(tr, te, f // n_folds * n)
+                for f, (tr, te) in enumerate(splitter.split(np.zeros(n), y_idx))]
+    folds = []
+    for r in range(int(cv_repeats)):
+        splitter = StratifiedGroupKFold(n_splits=n_folds, shuffle=True,
+                                        random_state=(seed + r) % np.iinfo(np.int32).max)
+        with warnings.catch_warnings():
+            # sklearn warns when a class has fewer groups than folds; the folds stay valid.
+            warnings.simplefilter("ignore", UserWarning)
+            folds.extend((tr, te, r * n) for tr, te in splitter.split(np.zeros(n), y_idx, groups))
+    return folds
+
+
+def _first_of_repeats(folds):
+    """The first fold of each repeat (its ``offset`` is the repeat's ``r * n``)."""
+    out, seen = [], set()
+    for tr, te, off in folds:
+        if off not in seen:
+            seen.add(off)
+            out.append((tr, te, off))
+    return out
+
+
+def group_table(fronts, y_idx, groups, combine_temperature):
+    """Each group's held-out error and log-loss at the chosen sizes (pooled over repeats)."""
+    n = y_idx.shape[0]
+    z = np.column_stack([f.latent for f in fronts])
+    sample = fronts[0].rows % n
+    y_pooled = y_idx[sample]
+    if len(fronts) == 1:  # two classes: the latent of classes_[1] against classes_[0]
+        t = np.where(y_pooled == 1, 1.0, -1.0)
+        loss = -log_ndtr(t * z[:, 0])
+        wrong = (z[:, 0] > 0) != (y_pooled == 1)
+    else:
+        logp = ovr_log_proba(z, combine_temperature)
+        loss = -logp[np.arange(y_pooled.shape[0]), y_pooled]
+        wrong = np.argmax(logp, axis=1) != y_pooled
+    frame = pd.DataFrame({"group": groups[sample], "sample": sample, "wrong": wrong,
+                          "loss": loss})
+    table = frame.groupby("group", sort=True).agg(
+        n_samples=("sample", "nunique"), cv_error=("wrong", "mean"), cv_log_loss=("loss", "mean"))
+    return table.reset_index()
+
+
+def choose_by_cv(fits, spec, problems, y_idx, Phi_s, allowed, *, cv, cv_repeats, random_state,
+                 s_min, rule, max_genes, joint, tasks, client=None, groups=None):
+    """Choose each problem's size and calibration by inner cross-validation.
+
+    Sets ``cv_step``, ``step_calibration`` and ``frequency`` on every
+    :class:`~ardselect.estimators._binary_fit.BinaryFit` of ``fits`` and returns ``(cv_results,
+    combine_temperature, group_table)``: the table of ``ARDClassifier.cv_results_``, the
+    temperature of the one-vs-rest combination and, with ``groups`` (held out whole by the folds,
+    :func:`make_folds`), each group's held-out error and log-loss (else None). ``tasks(fn, args)``
+    runs the fold refits; ``client`` is a dask Client (or falsy). ``cv`` is the number of folds,
+    or ``"holdout"`` for one validation split. Fewer than 2 samples in a class: the LOO choice
+    instead, with a warning.
+    """
+    holdout = cv == "holdout"  # one validation split: the first of HOLDOUT_FOLDS folds
+    cv = HOLDOUT_FOLDS if holdout else int(cv)
+    smallest = int(np.bincount(y_idx).min())
+    n_folds = min(cv, smallest)
+    if groups is not None:
+        n_folds = min(cv, int(np.unique(groups).size))
+    if n_folds < 2:
+        warnings.warn(
+            f"criterion='cv' needs at least 2 samples of every class (the smallest class has "
+            f"{smallest}); the model is chosen by criterion='loo' instead.", UserWarning,
+            stacklevel=3)
+        for fit in fits:
+            fit.cv_step = fit.choose("loo", max_genes)
+        return pd.DataFrame(), 1.0, None
+    folds = make_folds(y_idx, n_folds, cv_repeats, random_state, groups, holdout=holdout)
+    design = client.scatter(Phi_s, broadcast=True, hash=False) if client else Phi_s
+    fronts, combine_temperature = cross_validate(
+        spec, as_runs(fits), design, y_idx, problems, allowed, folds, tasks, joint=joint,
+        s_min=s_min, rule=rule, null_se=NULL_SE, max_genes=max_genes,
+        labels=[f.positive_class for f in fits])
+    rows = []
+    for fit, front in zip(fits, fronts, strict=True):
+        recs = front.records
+        fit.step_calibration = {r["step"]: front.calibration(i) for i, r in enumerate(recs)}
+        fit.cv_step = recs[front.chosen]["step"]
+        fit.frequency = front.frequency
+        one_se = front.one_se
+        for i, r in enumerate(recs):
+            rows.append({"class": fit.positive_class, **r, "chosen": i == front.chosen,
+                         "one_se": i == one_se})
+    cols = ["class", "n_genes", "step", "cv_log_loss", "cv_log_loss_se", "cv_error",
+            "cv_error_se", "temperature", "variance_scale", "offset", "cv_log_loss_final",
+            "chosen", "one_se"]
+    by_group = (None if groups is None
+                else group_table(fronts, y_idx, groups, combine_temperature))
+    return pd.DataFrame(rows, columns=cols), combine_temperature, by_group
