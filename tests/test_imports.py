@@ -176,3 +176,48 @@ def test_layer_check_sees_an_upward_import(tmp_path):
     modules = {**_modules(), "ardselect.numerics.probe": probe}
     assert _upward(modules) - KNOWN_UPWARD == {("ardselect.numerics.probe",
                                                 "ardselect.estimators._base")}
+
+
+#: The style guide's limit on a function's code lines (its docstring, comments and blank lines
+#: not counted).
+MAX_FUNCTION_LINES = 100
+
+
+def _code_lines(func, source_lines):
+    body = func.body
+    first = body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+            and isinstance(first.value.value, str):
+        body = body[1:]
+    lines = set()
+    for node in body:
+        for number in range(node.lineno, node.end_lineno + 1):
+            text = source_lines[number - 1].strip()
+            if text and not text.startswith("#"):
+                lines.add(number)
+    return len(lines)
+
+
+def _long_functions(paths):
+    found = []
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = _code_lines(node, lines)
+                if n > MAX_FUNCTION_LINES:
+                    found.append(f"{path.name}:{node.name} ({n} lines)")
+    return found
+
+
+def test_no_function_over_a_hundred_code_lines():
+    assert _long_functions(_modules().values()) == []
+
+
+def test_function_length_check_counts_code_not_docstrings(tmp_path):
+    long = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES + 1))
+    probe = tmp_path / "probe.py"
+    doc = '    """' + "\n".join(["doc"] * 50) + '"""\n'
+    probe.write_text(f"def short():\n{doc}    # a comment\n\n    return 1\n\n\ndef long():\n{long}\n")
+    assert _long_functions([probe]) == [f"probe.py:long ({MAX_FUNCTION_LINES + 1} lines)"]

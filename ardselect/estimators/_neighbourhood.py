@@ -157,6 +157,24 @@ def _fit_nodes(P, icpt, nodes, *, intercept_alpha, tol, max_iter):
     return fits, ep
 
 
+def _node_prior(prior_genes, n_genes, outside_log_bf):
+    """The hyperprior's nodes (prior inclusion probabilities, largest first) and their log weights.
+
+    Each node's weight is multiplied by the genes outside the neighbourhood's prior-weighted
+    chance ``prod_j (1 - p0 + p0 BF_j)`` when their log Bayes factors are given.
+    """
+    genes = np.asarray(prior_genes, dtype=np.float64)
+    p0_all = np.minimum(genes / max(n_genes, 1), MAX_NODE_P0)
+    nodes, counts = np.unique(p0_all, return_counts=True)
+    order = np.argsort(-nodes)
+    nodes, log_prior = nodes[order], np.log(counts[order] / genes.size)
+    if outside_log_bf is not None and np.size(outside_log_bf):
+        lbf = np.asarray(outside_log_bf, dtype=np.float64)
+        log_prior = log_prior + np.array([
+            np.sum(np.logaddexp(np.log1p(-q), np.log(q) + lbf)) for q in nodes])
+    return nodes, log_prior
+
+
 def neighbourhood_certainty(Z, t, seeds, *, n_genes, intercept_alpha=0.01, coverage=0.95,
                             min_correlation=0.5, min_bayes_factor=CREDIBLE_MIN_BAYES_FACTOR,
                             outside_log_bf=None, prior_genes=PRIOR_GENES, tol=1e-4,
@@ -200,15 +218,7 @@ def neighbourhood_certainty(Z, t, seeds, *, n_genes, intercept_alpha=0.01, cover
     n, m = Z.shape
     P = t[:, None] * Z
     icpt = t if intercept_alpha is not None else None
-    genes = np.asarray(prior_genes, dtype=np.float64)
-    p0_all = np.minimum(genes / max(n_genes, 1), MAX_NODE_P0)
-    nodes, counts = np.unique(p0_all, return_counts=True)
-    order = np.argsort(-nodes)
-    nodes, log_prior = nodes[order], np.log(counts[order] / genes.size)
-    if outside_log_bf is not None and np.size(outside_log_bf):
-        lbf = np.asarray(outside_log_bf, dtype=np.float64)
-        log_prior = log_prior + np.array([
-            np.sum(np.logaddexp(np.log1p(-q), np.log(q) + lbf)) for q in nodes])
+    nodes, log_prior = _node_prior(prior_genes, n_genes, outside_log_bf)
     fits, ep = _fit_nodes(P, icpt, nodes, intercept_alpha=intercept_alpha, tol=tol,
                           max_iter=max_iter)
     conv = np.array([f.converged for f in fits])
