@@ -437,15 +437,9 @@ class FitOutputs:
         sets = sig.credible_sets
         with Transaction() as tx:
             tmp = tx.directory(self.out, replace=self.overwrite)
-            ardselect.io.write_tsv(sig.ranked if multi else sig.ranked.drop(columns="class"),
-                                   tmp / "genes.tsv")
+            self._gene_lists(sig, tmp)
             ardselect.io.write_tsv(sets if multi else sets.drop(columns="class"),
                                    tmp / "credible_sets.tsv")
-            ardselect.io.write_gmt(sig.enrichment_sets(symbol_key_given=self.symbol_key_given),
-                                   tmp / "genes.gmt")
-            for name, group in _rnk_files(sig.problems):
-                ardselect.io.write_rnk(
-                    sig.ranked_list(group, symbol_key_given=self.symbol_key_given), tmp / name)
             sig.model.save(tmp / "model.json")
             self._h5ad(sig, adata, tx)
             tx.commit()

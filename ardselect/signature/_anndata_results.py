@@ -358,15 +358,3 @@ def check_key(key_added) -> None:
         # h5ad and zarr read "a/b" back as a nested group, so the results would be lost.
         msg = f"key_added must be a non-empty string without '/'; got {key_added!r}"
         raise ValueError(msg)
-
-
-def check_var_in_genes(var_names, genes) -> None:
-    """Every gene of ``var`` must be among the genes fitted: its ``var`` columns are looked up by name."""
-    from ..exceptions import DataError
-
-    missing = var_names[~var_names.isin(genes)]
-    if len(missing):
-        shown = ", ".join(map(repr, missing[:5].astype(str))) + (", ..." if len(missing) > 5 else "")
-        msg = (f"use_raw: {len(missing)} gene(s) of adata.var are not in adata.raw ({shown}); "
-               "each gene of var takes its results from raw by name")
-        raise DataError(msg)

@@ -251,11 +251,12 @@ class Signature:
         estimator. ``symbol_key_given`` records the symbol column as named by the caller (see
         :meth:`enrichment_sets`).
         """
-        from ._anndata_results import check_key, check_var_in_genes, write_signature
+        from ..dataio._input_rules import check_var_in_raw
+        from ._anndata_results import check_key, write_signature
 
         check_key(key_added)
         if self.use_raw:
-            check_var_in_genes(adata.var_names, self.genes)
+            check_var_in_raw(adata.var_names, self.genes)
         params = settings_record(self, key_added, positive=self.positive,
                                  symbol_key=self.symbol_key if symbol_key_given else None)
         write_signature(adata, self, key_added, params)
