@@ -447,10 +447,17 @@ def test_n_jobs_gives_the_same_multiclass_fit():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(60, 30))
     y = np.argmax(X[:, :3], axis=1)
-    a = ARDClassifier().fit(X, y)
-    b = ARDClassifier(n_jobs=2).fit(X, y)
-    np.testing.assert_array_equal(a.coef_, b.coef_)
-    assert a.path_.equals(b.path_)
+    a = ARDClassifier(n_jobs=1).fit(X, y)
+    for n_jobs in (2, -1, None):
+        b = ARDClassifier(n_jobs=n_jobs).fit(X, y)
+        np.testing.assert_array_equal(a.coef_, b.coef_)
+        assert a.path_.equals(b.path_)
+    assert ARDClassifier().n_jobs == -1  # every available core by default
+
+
+def test_n_jobs_zero_is_refused():
+    with pytest.raises(ValueError, match="n_jobs"):
+        ARDClassifier(n_jobs=0).fit(np.eye(4), [0, 1, 0, 1])
 
 
 def test_inclusion_penalty_ends_the_long_paths_of_many_samples():

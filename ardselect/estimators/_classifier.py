@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..engine._basis import make_basis
 from ..engine._design import as_design
 from ..engine._parallel import one_blas_thread, run_tasks
-from ..engine._problem import SIZE_GRID, PathSpec, ep_tol_for
+from ..engine._problem import SIZE_GRID, PathSpec, ep_tol_for, tail_batch_for
 from ..engine._rows import (
     from_dask,
     rows_to_fit,
@@ -127,8 +127,9 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         Constant features are kept out with a warning, silently, or refused (DataError).
     max_samples : int >= 2 or None, default=None
         Fit a deterministic stratified sketch of at most this many samples (``sketch_``).
-    n_jobs : int or None, default=None
-        Problems and folds in parallel threads (dask tasks for a dask ``X``); same results.
+    n_jobs : int or None, default=-1
+        Problems and folds in parallel threads (dask tasks for a dask ``X``): -1 all available
+        cores, None or 1 one thread. The results do not depend on it.
     certainty : bool, default=True
         ``pip_`` and ``credible_sets_`` by spike-and-slab EP on the selection's neighbourhood
         (guide: "How sure is each gene"; feature basis without covariates).
@@ -205,7 +206,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                  intercept_alpha=INTERCEPT_ALPHA, cv=5, cv_repeats=1, cv_rule="min",
                  max_genes=None, multiclass="ovr", variance_scale_min=0.5, random_state=0,
                  loo_prob_scale=50.0, damping=1.0, ep_tol="auto", ep_max_iter=200,
-                 constant_features="warn", max_samples=None, n_jobs=None, certainty=True):
+                 constant_features="warn", max_samples=None, n_jobs=-1, certainty=True):
         self.criterion = criterion
         self.kernel = kernel
         self.gamma = gamma
@@ -257,7 +258,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         "ep_max_iter": [Interval(Integral, 1, None, closed="left")],
         "constant_features": [Options({"warn", "ignore", "raise"})],
         "max_samples": [Interval(Integral, 2, None, closed="left"), None],
-        "n_jobs": [Integral, None],
+        "n_jobs": [Interval(Integral, 1, None, closed="left"),
+                   Interval(Integral, None, -1, closed="right"), None],
         "certainty": ["boolean"],
     }
 
@@ -391,7 +393,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                         penalty=penalty, icol=self._icol, fixed=fixed,
                         loo_prob_scale=self.loo_prob_scale, damping=self.damping,
                         ep_tol=ep_tol_for(self.ep_tol, n_samples), ep_max_iter=self.ep_max_iter,
-                        sizes=sizes, covariates=tuple(int(c) for c in self._cov_cols))
+                        sizes=sizes, covariates=tuple(int(c) for c in self._cov_cols),
+                        tail_batch=tail_batch_for(n_samples))
 
     def _append_covariates(self, Phi_s, scale, allowed, covariates):
         """The design with the covariates' columns appended at unit RMS (after the intercept).
