@@ -22,7 +22,7 @@ from ._joint import JointPath
 from ._sequential import SequentialPath, score_candidates
 
 __all__ = ["LARGE_SAMPLES", "SIZE_GRID", "EPProbitProblem", "PathSpec", "ep_tol_for",
-           "run_binary", "run_joint", "signed", "size_steps", "tail_batch_for"]
+           "run_binary", "run_joint", "signed", "size_steps"]
 
 #: The model sizes (genes per binary problem) the frontier compares along the path: every size up
 #: to 10, then about a fifth more at each step. Size 0 is the intercept-only model.
@@ -37,19 +37,6 @@ LARGE_SAMPLES = 500
 #: With many samples, the sites move little when one precision changes, and a tighter tolerance
 #: buys sweeps, not a different path (the chosen model is refined to 1e-9 either way).
 EP_TOL_AUTO = (1e-5, 1e-3)
-
-
-#: Most re-estimates of the pruning tail per EP refresh below and from :data:`LARGE_SAMPLES`
-#: samples (:mod:`ardselect.engine._batch`). With many samples one re-estimate moves the sites
-#: little, so several are planned on one site approximation and EP is refreshed once for them
-#: (kept only when the refreshed evidence rose; otherwise the first is taken alone). Small sets
-#: refresh after each, as the paper's algorithm does.
-TAIL_BATCH_AUTO = (0, 8)
-
-
-def tail_batch_for(n_samples):
-    """The most pruning-tail re-estimates per EP refresh on a training set of ``n_samples``."""
-    return TAIL_BATCH_AUTO[int(n_samples >= LARGE_SAMPLES)]
 
 
 def ep_tol_for(ep_tol, n_samples):
@@ -175,7 +162,6 @@ class PathSpec:
     ep_max_iter: int
     sizes: tuple | None
     covariates: tuple = ()
-    tail_batch: int = 0
 
     @property
     def nongene(self):
@@ -228,8 +214,7 @@ def run_binary(spec, design, allowed, label=None):
     path = SequentialPath(prob, init=spec.init, max_steps=spec.max_steps, tol=spec.tol,
                           max_init=spec.n_init(n), alpha_min=spec.alpha_min,
                           patience=spec.patience, progress_label=None if label is None
-                          else str(label), penalty=spec.penalties(m), fixed=spec.fixed,
-                          tail_batch=spec.tail_batch).run()
+                          else str(label), penalty=spec.penalties(m), fixed=spec.fixed).run()
     n_path = len(path.steps)
     if spec.sizes is not None:
         path.prune(spec.sizes)

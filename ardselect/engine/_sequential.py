@@ -29,7 +29,6 @@ import numpy as np
 
 from ..numerics._ep import LatentPosterior
 from ..numerics._linalg import tri_solve
-from ._batch import FixedSites
 from ._design import as_design
 from ._screening import CandidateScreen
 
@@ -214,7 +213,6 @@ class _PathLoop:
     """
 
     _best = None  # running maximum of the objective before the patience window
-    batch = 0  # most actions per likelihood refresh (SequentialPath); 0 or 1: one per step
 
     def _n_recorded(self):
         raise NotImplementedError
@@ -268,19 +266,7 @@ class _PathLoop:
         budget = self.max_steps + m  # each gene can be rejected at most once
         while taken < self.max_steps and budget > 0:
             budget -= 1
-            first = None
-            if self.batch > 1:
-                first = self._try_batch(alpha, ~no_add, last_re)
-                if first is None:  # a batch of actions was taken and recorded
-                    last_re = -1
-                    taken += 1
-                    if self._stalled() or (self.stop is not None
-                                           and self.stop(self._last_stats())):
-                        self.converged = True
-                        break
-                    continue
-            j, act_j, gain_j, new_alpha_j, extra = (
-                first if first is not None else self._best_action(alpha, ~no_add, last_re))
+            j, act_j, gain_j, new_alpha_j, extra = self._best_action(alpha, ~no_add, last_re)
             if not gain_j > self.tol:
                 self.converged = True
                 break
@@ -346,9 +332,7 @@ class SequentialPath(_PathLoop):
 
     def __init__(self, model, *, init="single", max_steps=1000, tol=1e-4, max_init=None,
                  alpha_min=0.0, patience=20, progress_label=None, screening=None, stop=None,
-                 penalty=0.0, fixed=None, batch=0, tail_batch=0):
-        self.batch = int(batch)
-        self.tail_batch = int(tail_batch)
+                 penalty=0.0, fixed=None):
         # Features held in the model at a fixed precision, never acted on: {column: alpha}.
         self.fixed = dict(fixed or {})
         # Prior log odds against a feature (candidate_actions): a float, or one per feature.
@@ -453,7 +437,7 @@ class SequentialPath(_PathLoop):
             return self
         # Phi * Phi does not change along the path: square once (sample route does not need it;
         # a lazy design computes the weighted squares in the pass of its products instead).
-        cache = self._cache = {}
+        cache = {}
         square = not as_design(Phi).lazy
 
         def full_scores(post, b, t, factors=None):
@@ -463,9 +447,7 @@ class SequentialPath(_PathLoop):
 
         self._full_scores = full_scores
         screen = None
-        if self.batch > 1:
-            pass  # every batch scores all candidates exactly (_plan): nothing to screen
-        elif self.screening or (self.screening is None and m >= SCREEN_MIN_FEATURES):
+        if self.screening or (self.screening is None and m >= SCREEN_MIN_FEATURES):
             screen = CandidateScreen(Phi, full_scores, score_candidates, score_factors)
         self.screen = screen
         self._fixed_idx = fixed_idx
@@ -495,68 +477,6 @@ class SequentialPath(_PathLoop):
             j = int(np.argmax(gain))
             act_j, gain_j, new_alpha_j, S_j = int(action[j]), gain[j], new_alpha[j], S[j]
         return j, act_j, gain_j, new_alpha_j, S_j
-
-    def _last_stats(self):
-        return self.steps[-1].stats
-
-    def _plan(self, alpha, add_ok, last_re):
-        """Up to ``batch`` actions on the current sites, each the best after the ones before.
-
-        Returns ``(plan, alpha_after)``, ``plan`` a list of ``(j, action, gain, new_alpha, S_j)``
-        (:mod:`._batch`: exact for the sites' Gaussian regression). The first action is the one
-        a single step would take; the plan stops when no action gains more than ``tol``.
-        """
-        b, t, _, _ = self._current
-        active = np.flatnonzero(np.isfinite(alpha))
-        sq = self._sq_weighted(b)
-        fs = FixedSites(self.model.design, self.model.columns, active, alpha[active], b, t, sq)
-        allowed = self.model.allowed & add_ok
-        a = alpha.copy()
-        plan = []
-        while len(plan) < self.batch:
-            act, gain, na = candidate_actions(fs.S, fs.Q, a, allowed, self.alpha_min,
-                                              self.penalty)
-            gain[self._fixed_idx] = -np.inf
-            if not plan and last_re >= 0 and act[last_re] == REESTIMATE:
-                gain[last_re] = -np.inf
-            j = int(np.argmax(gain))
-            if not gain[j] > self.tol or (act[j] == DELETE and len(fs.active) <= 1):
-                break
-            plan.append((j, int(act[j]), float(gain[j]), float(na[j]), float(fs.S[j])))
-            fs.apply(j, int(act[j]), a[j], na[j])
-            a[j] = na[j]
-        return plan, a
-
-    def _sq_weighted(self, b):
-        """``sum_i b_i Phi_ij^2`` for every column, from the squared design kept on the path."""
-        Phi = self.model.design
-        if as_design(Phi).lazy:
-            return None
-        if "Phi2" not in self._cache:
-            self._cache["Phi2"] = as_design(Phi).squared()
-        return as_design(self._cache["Phi2"]).vecmat(b)
-
-    def _try_batch(self, alpha, add_ok, last_re):
-        """Take several actions with one refresh; None when done, else the single step to take.
-
-        The actions of :meth:`_plan` are kept together when the refreshed objective rose above
-        the last recorded step's (one step, action ``"batch"``); otherwise the first action is
-        returned, to be taken alone with the guards of a single step. A plan of one action is
-        that single step without a refresh spent on it.
-        """
-        plan, after = self._plan(alpha, add_ok, last_re)
-        if not plan:
-            return 0, NONE, -np.inf, np.inf, 0.0
-        if len(plan) > 1:
-            active = np.flatnonzero(np.isfinite(after))
-            if not self._nothing_left(active):
-                refit, _, now = self._refresh(active, after[active])
-                prev = self._objective_at(self._n_recorded() - 1)
-                if prev is None or now > prev:
-                    alpha[:] = after
-                    self._record("batch", -1, active, after[active], refit)
-                    return None
-        return plan[0]
 
     def _refresh(self, active, alpha_active):
         refit = self.model.refresh(active, alpha_active, self._current[3])
@@ -623,66 +543,23 @@ class SequentialPath(_PathLoop):
                          alpha[active], refit)
             # Re-estimate the remaining precisions for the new sites (deletions that gain too).
             cap = genes(active) if max_reestimates is None else int(max_reestimates)
-            self._tail_reestimates(active, alpha, fixed_idx, cap)
-        return self
-
-    def _tail_actions(self, S, Q, active, alpha, fixed_idx, last_re):
-        """The tail's re-estimates of the model ``active``: ``(action, gain, new_alpha)``."""
-        pen = self.penalty if self.penalty.ndim == 0 else self.penalty[active]
-        act, gain, na = candidate_actions(S, Q, alpha[active], np.zeros(active.size, dtype=bool),
-                                          self.alpha_min, pen)
-        gain[np.isin(active, fixed_idx)] = -np.inf
-        gain[(active == last_re) & (act == REESTIMATE)] = -np.inf
-        gain[act == DELETE] = -np.inf  # the tail's sizes are its own deletions
-        return act, gain, na
-
-    def _tail_reestimates(self, active, alpha, fixed_idx, cap):
-        """Re-estimate the precisions of the model ``active`` (``alpha`` changed in place).
-
-        At most ``cap`` re-estimates, each the best one gaining more than ``tol``. With
-        ``batch``, up to ``batch`` of them are planned on one site approximation (exact rank-one
-        updates on the model's own columns) and refreshed together; they are recorded as one
-        step when the refreshed objective rose, else the first is taken alone.
-        """
-        last_re = -1
-        done = 0
-        while done < cap:
-            b, t, post, _ = self._current
-            P = self.model.columns(active)
-            if self.tail_batch > 1:
-                fs = FixedSites(P, lambda idx, P=P: P[:, idx], np.arange(active.size),
-                                alpha[active], b, t)
-                a = alpha.copy()
-                plan = []
-                while len(plan) < min(self.tail_batch, cap - done):
-                    act, gain, na = self._tail_actions(fs.S, fs.Q, active, a, fixed_idx,
-                                                       plan[-1][0] if plan else last_re)
-                    pos = int(np.argmax(gain))
-                    if not gain[pos] > self.tol:
-                        break
-                    plan.append((int(active[pos]), int(act[pos]), na[pos]))
-                    fs.apply(pos, int(act[pos]), a[active[pos]], na[pos])
-                    a[active[pos]] = na[pos]
-                if not plan:
-                    return
-                if len(plan) > 1:
-                    refit = self.model.refresh(active, a[active], self._current[3])
-                    if refit[3]["log_evidence"] > self.steps[-1].stats["log_evidence"]:
-                        alpha[:] = a
-                        last_re = -1
-                        done += len(plan)
-                        self._record("batch", -1, active, alpha[active], refit)
-                        continue
-                j, action, new_alpha = plan[0]
-            else:
-                S, Q = score_candidates(P, post, b, t)
-                act, gain, na = self._tail_actions(S, Q, active, alpha, fixed_idx, last_re)
+            last_re = -1
+            for _ in range(cap):
+                b, t, post, _ = self._current
+                S, Q = score_candidates(self.model.columns(active), post, b, t)
+                pen = self.penalty if self.penalty.ndim == 0 else self.penalty[active]
+                act, gain, na = candidate_actions(S, Q, alpha[active],
+                                                  np.zeros(active.size, dtype=bool),
+                                                  self.alpha_min, pen)
+                gain[np.isin(active, fixed_idx)] = -np.inf
+                gain[(active == last_re) & (act == REESTIMATE)] = -np.inf
+                gain[act == DELETE] = -np.inf  # the tail's sizes are its own deletions
                 pos = int(np.argmax(gain))
                 if not gain[pos] > self.tol:
-                    return
-                j, action, new_alpha = int(active[pos]), int(act[pos]), na[pos]
-            alpha[j] = new_alpha
-            last_re = j
-            done += 1
-            refit = self.model.refresh(active, alpha[active], self._current[3])
-            self._record(ACTION_NAMES[action], j, active, alpha[active], refit)
+                    break
+                j = int(active[pos])
+                alpha[j] = na[pos]
+                last_re = j
+                refit = self.model.refresh(active, alpha[active], self._current[3])
+                self._record(ACTION_NAMES[int(act[pos])], j, active, alpha[active], refit)
+        return self

@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..engine._basis import make_basis
 from ..engine._design import as_design
 from ..engine._parallel import one_blas_thread, run_tasks
-from ..engine._problem import SIZE_GRID, PathSpec, ep_tol_for, tail_batch_for
+from ..engine._problem import SIZE_GRID, PathSpec, ep_tol_for
 from ..engine._rows import (
     from_dask,
     rows_to_fit,
@@ -393,8 +393,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                         penalty=penalty, icol=self._icol, fixed=fixed,
                         loo_prob_scale=self.loo_prob_scale, damping=self.damping,
                         ep_tol=ep_tol_for(self.ep_tol, n_samples), ep_max_iter=self.ep_max_iter,
-                        sizes=sizes, covariates=tuple(int(c) for c in self._cov_cols),
-                        tail_batch=tail_batch_for(n_samples))
+                        sizes=sizes, covariates=tuple(int(c) for c in self._cov_cols))
 
     def _append_covariates(self, Phi_s, scale, allowed, covariates):
         """The design with the covariates' columns appended at unit RMS (after the intercept).
