@@ -21,8 +21,8 @@ import importlib
 from ._version import __version__
 
 _LAZY = {
-    "ep_probit": ".numerics._ep",
-    "EPResult": ".numerics._ep",
+    "ep_probit": ".estimators._ep_probit",
+    "EPResult": ".estimators._ep_probit",
     "ARDClassifier": ".estimators._classifier",
     "ConstantFeatureWarning": ".estimators._base",
     "DataScaleWarning": ".model",

@@ -14,12 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..estimators._base import _PathProblem
 from ..numerics._ep import loo_error, loo_log_loss, loo_prob_error, run_ep
 from ..numerics._probit import tilted_moments
 from ._design import as_design
 from ._joint import JointPath
-from ._sequential import SequentialPath, score_candidates
+from ._sequential import SequentialPath, _PathProblem, score_candidates
 
 __all__ = ["LARGE_SAMPLES", "SIZE_GRID", "EPProbitProblem", "PathSpec", "ep_tol_for",
            "run_binary", "run_joint", "signed", "size_steps"]

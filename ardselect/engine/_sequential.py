@@ -175,6 +175,18 @@ def log_marginal_virtual(Phi_active, alpha_active, b, t) -> float:
     return -0.5 * (n * np.log(2 * np.pi) + log_det_C + quad)
 
 
+class _PathProblem:
+    """Base of the likelihood adapters the engine drives: the active columns of the design.
+
+    Subclasses set ``design`` (``(n, m)``, dense or CSC) and ``allowed`` and provide
+    ``initial_virtual`` and ``refresh`` (see :class:`SequentialPath`).
+    """
+
+    def columns(self, active):
+        """The dense ``(n, d)`` columns ``active`` of the design."""
+        return as_design(self.design).block(active)
+
+
 @dataclass
 class Step:
     """One recorded step of the path."""

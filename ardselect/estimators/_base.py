@@ -41,7 +41,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine._basis import KERNELS, LinearBasis, design_matrix, unit_rms
-from ..engine._design import as_design, by_rows, dense
+from ..engine._design import by_rows, dense
 from ..engine._lazy import is_dask
 from ..engine._sequential import SequentialPath
 from ..engine._validation import (
@@ -216,18 +216,6 @@ class _BinaryClassifierMixin(ClassifierMixin):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
         return tags
-
-
-class _PathProblem:
-    """Base of the likelihood adapters the engine drives: the active columns of the design.
-
-    Subclasses set ``design`` (``(n, m)``, dense or CSC) and ``allowed`` and provide
-    ``initial_virtual`` and ``refresh`` (see :class:`ardselect.engine._sequential.SequentialPath`).
-    """
-
-    def columns(self, active):
-        """The dense ``(n, d)`` columns ``active`` of the design."""
-        return as_design(self.design).block(active)
 
 
 @dataclass

@@ -23,7 +23,6 @@ from ..engine._rows import (
 )
 from ..engine._validation import check_binary_labels, check_covariates, require_y
 from ..exceptions import DataError
-from ..model import Posterior
 from ..numerics._criteria import CRITERIA, check_criterion, group_cavities
 from ..numerics._probit import moderated_latent, probit_log_proba
 from ._base import ConstantFeatureWarning, _ARDPathEstimator, _Chosen
@@ -32,6 +31,7 @@ from ._certainty import certainty_table
 from ._constraints import Interval, Options, check_params
 from ._cv import Calibration, check_groups, choose_by_cv
 from ._neighbourhood import add_certainty_columns, certainty_frames, fit_certainty
+from ._posterior import Posterior
 
 __all__ = ["INTERCEPT_ALPHA", "ARDClassifier", "ConstantFeatureWarning"]
 

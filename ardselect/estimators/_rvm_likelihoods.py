@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, log_expit
 
+from ..engine._sequential import _PathProblem
 from ..numerics._ep import LatentPosterior
-from ._base import _PathProblem
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
