@@ -52,7 +52,8 @@ CriterionOpt = Annotated[
         "held-out log-loss along the ARD path, by an inner cross-validation that refits the "
         "path on each fold (the accuracy-size frontier), with calibrated probabilities. On the "
         "path alone, as in Qi et al. (2004): 'loo' (smallest EP leave-one-out error, predictive "
-        "ARD), 'loo-prob' (smallest LOO error probability), 'evidence' (largest EP evidence).",
+        "ARD; among equal errors, the smallest LOO error probability, then the fewest genes), "
+        "'loo-prob' (smallest LOO error probability), 'evidence' (largest EP evidence).",
         case_sensitive=False,
     ),
 ]

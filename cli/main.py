@@ -83,7 +83,8 @@ add/delete path of genes and keeps one model of the path, chosen by --criterion:
 \b
   cv        (default) the number of genes of lowest held-out log-loss in an inner
             cross-validation along the path, with calibrated probabilities
-  loo       the smallest EP leave-one-out error (predictive ARD, Qi et al. 2004)
+  loo       the smallest EP leave-one-out error (predictive ARD, Qi et al. 2004); among
+            equal errors, the smallest LOO error probability, then the fewest genes
   loo-prob  the smallest EP leave-one-out error probability
   evidence  the largest EP evidence
 

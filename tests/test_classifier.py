@@ -68,9 +68,11 @@ def test_fitted_attributes_and_path():
     assert sel[7]
     assert np.sign(clf.coef_[0, 3]) == 1
     assert np.sign(clf.coef_[0, 7]) == -1
-    # chosen step is the criterion's pick on the recorded path (first minimum of the LOO error)
-    loo = p["loo_error"].to_numpy()
-    assert clf.chosen_step_.tolist() == [int(np.flatnonzero(loo == loo.min())[0])]
+    # chosen step is the criterion's pick on the recorded path (smallest LOO error; ties: smallest
+    # LOO error probability, fewest genes, first step)
+    best = min(range(len(p)), key=lambda i: (round(p["loo_error"][i], 12), p["loo_prob_error"][i],
+                                             p["n_basis"][i], i))
+    assert clf.chosen_step_.tolist() == [best]
     assert clf.transform(X).shape == (60, sel.sum())
 
 
@@ -516,8 +518,10 @@ def test_intercept_is_held_at_its_fixed_prior():
 
 
 def test_fixed_intercept_keeps_what_ard_prunes():
-    # Measured: on the first 36 leukaemia samples the paper's model prunes the
-    # intercept and errs on 4 of the other 36; held at its broad prior it errs on 2.
+    # Measured: on the first 36 leukaemia samples the paper's path starts without the intercept
+    # (ARD prunes it; it enters at step 34) and its LOO model (2 genes) errs on 11 of the other 36;
+    # held at its broad prior, the intercept is in every model and the LOO model (4 genes) errs
+    # on 2.
     import ardselect
     from ardselect.preprocessing import Preprocessor
 
@@ -530,7 +534,8 @@ def test_fixed_intercept_keeps_what_ard_prunes():
         kw = {"criterion": "loo", "alpha_min": 0.1, "inclusion_penalty": "bic", "tol": 1e-5}
         paper = ARDClassifier(intercept_alpha="ard", **kw).fit(X[:36], y[:36])
         held = ARDClassifier(**kw).fit(X[:36], y[:36])
-    assert np.isinf(paper.intercept_alpha_[0])
+    assert np.isinf(paper.at_step(np.array([0])).intercept_alpha_[0])
+    assert held.at_step(np.array([0])).intercept_alpha_[0] == 0.01
     assert held.intercept_alpha_[0] == 0.01
     assert (held.predict(X[36:]) != y[36:]).sum() < (paper.predict(X[36:]) != y[36:]).sum()
 
@@ -600,3 +605,30 @@ def test_ep_tol_auto_is_tight_below_500_samples_and_loose_from_there():
         given = ARDClassifier(criterion="loo", ep_tol=tol).fit(X, y)
         np.testing.assert_array_equal(auto.coef_, given.coef_)
         assert auto.path_["ep_sweeps"].sum() == given.path_["ep_sweeps"].sum()
+
+
+def test_loo_choice_on_a_real_path_breaks_ties_by_error_probability_then_size():
+    # The paper's settings on the leukaemia training samples: the LOO error is a count of 38, so
+    # many steps share the smallest one. The chosen step has the smallest error, the smallest
+    # error probability among the steps of that error, and the fewest genes among those.
+    import ardselect
+    from ardselect.preprocessing import Preprocessor
+
+    a = ardselect.datasets.leukaemia()
+    a = a[a.obs["split"] == "train", :2000]
+    X = Preprocessor(floor=100, cap=16000, log="log10").fit_transform(a.X)
+    y = a.obs["label"].to_numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = ARDClassifier(criterion="loo", inclusion_penalty=0.0, intercept_alpha="ard").fit(X, y)
+    p = clf.path_
+    err = np.round(p["loo_error"].to_numpy(), 12)
+    prob = p["loo_prob_error"].to_numpy()
+    tied = np.flatnonzero(err == err.min())
+    assert tied.size > 1  # the rule is exercised
+    step = int(clf.chosen_step_[0])
+    assert err[step] == err.min()
+    assert not np.any(prob[tied] < prob[step])
+    same = tied[prob[tied] == prob[step]]
+    assert p["n_basis"][step] == p["n_basis"][same].min()
+    assert step == same[p["n_basis"][same].to_numpy().argmin()]

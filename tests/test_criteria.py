@@ -8,33 +8,60 @@ from ardselect.numerics._criteria import CRITERIA, PATH_CRITERIA, choose_step
 def test_each_criterion_picks_its_optimum_on_random_records(seed):
     """Every name in CRITERIA picks what it is documented to.
 
-    The first smallest LOO error, the first smallest LOO error probability, the largest evidence
-    (records drawn with many ties).
+    The smallest LOO error (ties: smallest LOO error probability, fewest genes, first step), the
+    first smallest LOO error probability, the largest evidence (records drawn with many ties).
     """
     rng = np.random.default_rng(seed)
     ev = rng.normal(size=30).round(1)
     loo = rng.integers(0, 4, size=30) / 10
     prob = rng.integers(0, 6, size=30) / 20
-    expected = {"loo": int(np.flatnonzero(loo == loo.min())[0]),
+    size = rng.integers(1, 4, size=30)
+    best = min(range(30), key=lambda i: (loo[i], prob[i], size[i], i))
+    expected = {"loo": best,
                 "loo-prob": int(np.flatnonzero(prob == prob.min())[0]),
                 "evidence": int(np.argmax(ev))}
     assert set(PATH_CRITERIA) == set(expected)
     assert set(CRITERIA) == {"cv", *PATH_CRITERIA}  # "cv" needs refits: chosen in fit
     for criterion in PATH_CRITERIA:
-        assert choose_step(ev, loo, prob, criterion) == expected[criterion], criterion
+        assert choose_step(ev, loo, prob, criterion, size) == expected[criterion], criterion
 
 
-def test_loo_ties_go_to_the_first_step():
-    ev = [-9.0, -7.0, -5.0, -4.0]
-    loo = [0.1, 0.05, 0.05, 0.05]
-    prob = [0.3, 0.2, 0.1, 0.15]
-    assert choose_step(ev, loo, prob, "loo") == 1
-    assert choose_step(ev, loo, prob, "loo-prob") == 2
-    assert choose_step(ev, loo, prob, "evidence") == 3
+def test_loo_ties_go_to_the_smallest_error_probability_then_the_fewest_genes():
+    ev = [-9.0, -7.0, -5.0, -4.0, -3.0, -2.0]
+    loo = [0.05, 0.1, 0.05, 0.05, 0.05, 0.05]
+    prob = [0.2, 0.01, 0.1, 0.1, 0.1, 0.15]
+    size = [100, 3, 40, 16, 16, 2]
+    # Steps 0, 2-5 share the smallest error; 2-4 the smallest probability among them; 3 and 4
+    # the fewest genes among those: the first of them.
+    assert choose_step(ev, loo, prob, "loo", size) == 3
+    # Without sizes, the first step of the smallest probability among the smallest errors.
+    assert choose_step(ev, loo, prob, "loo") == 2
+    # A lower probability at a larger error does not compete; nor does a smaller model.
+    assert choose_step(ev, loo, [0.2, 0.0, 0.3, 0.3, 0.3, 0.3], "loo", size) == 0
+    # The other criteria are untouched: first best value.
+    assert choose_step(ev, loo, prob, "loo-prob", size) == 1
+    assert choose_step(ev, loo, prob, "evidence", size) == 5
+
+
+def test_loo_error_probability_ties_are_exact():
+    # The probability is compared exactly: a smaller one by one ulp wins over fewer genes.
+    p = 0.1
+    prob = [p, np.nextafter(p, 0.0)]
+    assert choose_step([0, 0], [0.05, 0.05], prob, "loo", [2, 50]) == 1
+    assert choose_step([0, 0], [0.05, 0.05], [p, p], "loo", [50, 2]) == 1
 
 
 def test_float_noise_does_not_break_loo_ties():
+    # Equal error counts whose fractions differ by rounding still tie (and go to the first step).
     assert choose_step([0, 1], [1 / 3, (1 / 3) * (1 + 1e-15)], [0, 0], "loo") == 0
+    assert choose_step([0, 1], [(1 / 3) * (1 + 1e-15), 1 / 3], [0.2, 0.1], "loo") == 1
+
+
+def test_nan_records_never_win_and_lengths_must_agree():
+    assert choose_step([0, 0], [np.nan, 0.1], [0.0, 0.2], "loo") == 1
+    assert choose_step([0, 0], [0.1, 0.1], [np.nan, 0.2], "loo") == 1
+    with pytest.raises(ValueError, match="one record per step: got 2 LOO errors"):
+        choose_step([0, 0], [0.1, 0.1], [0.1, 0.2], "loo", [3])
 
 
 def test_unknown_criterion():

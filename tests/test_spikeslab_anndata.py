@@ -1,4 +1,4 @@
-"""rank_genes(model="spike-slab"): the record it writes and what reads it back."""
+"""rank_genes(estimator=SpikeSlabClassifier()): the record it writes and what reads it back."""
 
 from __future__ import annotations
 
@@ -143,17 +143,3 @@ def test_multiclass_record(adata_factory):
         block = table[table["class"] == cls].set_index("gene")
         np.testing.assert_allclose(adata.varm["ardselect_pip"][:, k],
                                    block.loc[adata.var_names, "pip"])
-
-
-@pytest.mark.parametrize(("kwargs", "error", "pattern"), [
-    ({"model": "horseshoe"}, ValueError, "model must be one of 'ard', 'spike-slab'"),
-    ({"model": "spike-slab", "criterion": "loo"}, ValueError, "does not apply to model="),
-    ({"model": "spike-slab", "max_steps": 5}, ValueError, "max_steps does not apply"),
-    ({"model": "spike-slab", "estimator_params": {"max_genes": 3}}, ValueError,
-     "unknown SpikeSlabClassifier parameter"),
-])
-def test_bad_options(adata_factory, kwargs, error, pattern):
-    adata = adata_factory(n_samples=20, n_genes=5, seed=5)
-    with pytest.raises(error, match=pattern):
-        ardselect.rank_genes(adata, "label", **kwargs)
-    assert "ardselect" not in adata.uns

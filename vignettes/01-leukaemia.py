@@ -123,17 +123,19 @@ for probe, name in [("M23197_at", "CD33"), ("X95735_at", "zyxin")]:
 # ## 4. The path
 #
 # Along the path ardselect records the EP evidence, the EP LOO error, the LOO error probability
-# and the number of genes; the LOO criterion takes the first step with the fewest LOO errors (the
-# paper's Figure 2 for this data). The criteria can pick very different models on the same path:
-# the printout below says which step, and how many genes, each would choose. With 38 training
-# samples the LOO error is a count in steps of 1/38, so many steps tie, and "first step" matters.
+# and the number of genes; the LOO criterion takes a step with the fewest LOO errors (the paper's
+# Figure 2 for this data). The criteria can pick very different models on the same path: the
+# printout below says which step, and how many genes, each would choose. With 38 training samples
+# the LOO error is a count in steps of 1/38, so many steps tie: among them the LOO criterion takes
+# the smallest LOO error probability, then the fewest genes.
 
 # %%
 path = ardselect.get.path_df(train)
 print(path[path["chosen"]].to_string(index=False))
-# The step each criterion would pick on this path (first step on ties, as ardselect does).
+# The step each criterion would pick on this path ("loo" is the fit's own choice; the other two
+# take the first step on ties, as ardselect does).
 picks = {
-    "loo": path["loo_error"].round(12).idxmin(),
+    "loo": path.index[path["chosen"]][0],
     "loo-prob": path["loo_prob_error"].idxmin(),
     "evidence": path["log_evidence"].idxmax(),
 }

@@ -112,8 +112,9 @@ print("certainty:", OUT / "markers_certainty.png")
 # ## 4. The path
 #
 # Each type's path starts from the genes that are relevant on their own and adds, deletes and
-# re-estimates one gene per step; the LOO error (the criterion) picks the first step with the
-# fewest leave-one-out errors (dots). Four of the types are drawn, so that the curves stay legible.
+# re-estimates one gene per step; the dots mark the step chosen by the default criterion, the
+# number of genes of lowest held-out log-loss in the inner cross-validation. Four of the types
+# are drawn, so that the curves stay legible.
 
 # %%
 paths = ardselect.get.path_df(adata)

@@ -15,6 +15,7 @@ from ._design import as_design, dense, is_matrix
 __all__ = [
     "check_binary_labels",
     "check_design",
+    "check_regression_target",
     "check_sparse_values",
     "check_unique_names",
     "constant_columns",
@@ -124,26 +125,16 @@ def constant_columns(X) -> np.ndarray:
     return as_design(X).constant_columns()  # a lazy design's from its moments (one pass)
 
 
-def check_binary_labels(y, n_samples: int):
+def check_binary_labels(y, n_samples: int, *, stacklevel: int = 3):
     """Check labels against X and encode them.
 
     Returns ``(classes, y_index)`` where ``classes`` is sorted as ``np.unique`` sorts it and
     ``y_index`` is an int array into ``classes``. Accepts {0,1}, {-1,+1}, booleans, strings, or more
-    than two classes (the caller decides whether it supports them).
+    than two classes (the caller decides whether it supports them). ``stacklevel`` (as
+    :func:`warnings.warn` takes it, from this function) points the column-vector warning at the
+    user's call.
     """
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        warnings.warn(
-            "A column-vector y was passed when a 1d array was expected; it was raveled.",
-            DataConversionWarning, stacklevel=3,
-        )
-        y = y.ravel()
-    if y.ndim != 1:
-        msg = f"y must be one-dimensional, got an array of shape {y.shape}."
-        raise LabelError(msg)
-    if y.shape[0] != n_samples:
-        msg = f"y has {y.shape[0]} labels but X has {n_samples} samples; they must match one to one."
-        raise LabelError(msg)
+    y = _target_vector(y, n_samples, error=LabelError, noun="labels", stacklevel=stacklevel + 1)
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
         msg = "y contains NaN or infinite labels."
         raise LabelError(msg)
@@ -166,6 +157,54 @@ def check_binary_labels(y, n_samples: int):
         msg = f"y has one class only ({only!r}); a classifier needs at least two classes."
         raise LabelError(msg)
     return classes, y_index.astype(np.intp)
+
+
+def check_regression_target(estimator, y, n_samples: int, *, stacklevel: int = 3) -> np.ndarray:
+    """Regression targets as a finite float64 vector of ``n_samples`` values.
+
+    ``y=None``, a shape other than ``(n,)`` or ``(n, 1)`` (a column vector is ravelled with
+    scikit-learn's ``DataConversionWarning``), another number of values, values that are not
+    numbers and NaN or infinite values raise :class:`~ardselect.DataError`. ``stacklevel`` as
+    for :func:`check_binary_labels`.
+    """
+    require_y(estimator, y, DataError)
+    y = _target_vector(y, n_samples, error=DataError, noun="values", stacklevel=stacklevel + 1)
+    try:
+        y = y.astype(np.float64)
+    except (TypeError, ValueError):
+        msg = (f"y must be numeric for regression; got values of dtype {y.dtype}. For class "
+               "labels use a classifier (RVMClassifier, VariationalRVMClassifier).")
+        raise DataError(msg) from None
+    bad = ~np.isfinite(y)
+    if bad.any():
+        msg = f"y contains {int(bad.sum())} NaN or infinite value(s)."
+        raise DataError(msg)
+    return y
+
+
+def _target_vector(y, n_samples: int, *, error, noun: str, stacklevel: int) -> np.ndarray:
+    """``y`` as a 1-d array of ``n_samples`` entries (``noun``: what they are, in messages).
+
+    A column vector is ravelled with scikit-learn's warning; any other shape, or another length,
+    raises ``error``.
+    """
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn(
+            "A column-vector y was passed when a 1d array was expected. Please change the shape "
+            "of y to (n_samples,), for example using ravel().",
+            DataConversionWarning,
+            stacklevel=stacklevel,
+        )
+        y = y.ravel()
+    if y.ndim != 1:
+        msg = f"y must be one-dimensional, got an array of shape {y.shape}."
+        raise error(msg)
+    if y.shape[0] != n_samples:
+        msg = (f"y has {y.shape[0]} {noun} but X has {n_samples} samples; they must match one "
+               "to one.")
+        raise error(msg)
+    return y
 
 
 def check_unique_names(names, what: str = "gene") -> None:

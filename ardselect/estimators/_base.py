@@ -149,7 +149,7 @@ class _FamilyEstimator(BaseEstimator):
         require_y(self, y)
         if is_dask(y):
             y = y.compute()
-        classes, y_index = check_binary_labels(y, n_samples)
+        classes, y_index = check_binary_labels(y, n_samples, stacklevel=4)  # fit -> here -> check
         if self._binary_only and classes.size > 2:
             shown = ", ".join(label(c) for c in classes[:5]) + (", ..." if classes.size > 5 else "")
             msg = (f"Only binary classification is supported. {type(self).__name__} is a binary "

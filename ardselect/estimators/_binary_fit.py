@@ -28,11 +28,12 @@ def fit_binary(spec, k, label, y_idx, Phi_s, allowed):
     return run
 
 
-def path_choice(steps, criterion):
-    """The step a path criterion picks among ``steps`` (evidence and LOO records)."""
+def path_choice(steps, criterion, n_genes):
+    """The step a path criterion picks among ``steps`` (evidence and LOO records; ``n_genes`` per step)."""
     return choose_step(np.array([s.stats["log_evidence"] for s in steps]),
                        np.array([s.stats["loo_error"] for s in steps]),
-                       np.array([s.stats["loo_prob_error"] for s in steps]), criterion)
+                       np.array([s.stats["loo_prob_error"] for s in steps]), criterion,
+                       n_genes=n_genes)
 
 
 class BinaryFit:
@@ -68,10 +69,12 @@ class BinaryFit:
                 msg = "criterion 'cv' is chosen while fitting: fit with criterion='cv' to use it."
                 raise ValueError(msg)
             return self.cv_step
+        sizes = [self.n_genes(s.active) for s in self.steps]
         if max_genes is None:
-            return path_choice(self.steps[: self.n_path], criterion)
-        idx = [i for i, s in enumerate(self.steps) if self.n_genes(s.active) <= max_genes]
-        return idx[path_choice([self.steps[i] for i in idx], criterion)]
+            idx = list(range(self.n_path))
+        else:
+            idx = [i for i, size in enumerate(sizes) if size <= max_genes]
+        return idx[path_choice([self.steps[i] for i in idx], criterion, [sizes[i] for i in idx])]
 
     def n_genes(self, active):
         """The number of genes among the columns ``active`` (not the intercept or covariates)."""

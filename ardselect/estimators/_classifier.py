@@ -63,9 +63,9 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     ----------
     criterion : {"cv", "loo", "loo-prob", "evidence"}, default="cv"
         ``"cv"``: the model size of lowest held-out log-loss in an inner cross-validation along
-        the path (see ``cv_rule``, ``max_genes``). The paper's criteria read the path alone: the
-        smallest EP leave-one-out error (``"loo"``; ties go to the first step), the smallest LOO
-        error probability (``"loo-prob"``), the largest EP evidence (``"evidence"``).
+        the path (``cv_rule``, ``max_genes``). The paper's criteria read the path alone: ``"loo"``
+        the fewest EP leave-one-out errors (ties: smallest LOO error probability, fewest genes),
+        ``"loo-prob"`` the smallest LOO error probability, ``"evidence"`` the largest EP evidence.
     kernel : {"features", "linear", "rbf", "poly"} or callable, default="features"
         ``"features"`` uses the input features (gene selection); any other value centres one
         kernel function on each training point (SVC conventions): relevance vectors.

@@ -35,7 +35,6 @@ paper                  code                   meaning
 from __future__ import annotations
 
 import logging
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -43,13 +42,11 @@ import pandas as pd
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 from sklearn.base import RegressorMixin
-from sklearn.exceptions import DataConversionWarning
 from threadpoolctl import threadpool_limits
 
 from ..engine._basis import make_basis
 from ..engine._design import dense
-from ..engine._validation import require_y
-from ..exceptions import DataError
+from ..engine._validation import check_regression_target
 from ._base import _ARDPathEstimator, _BinaryClassifierMixin, _Chosen
 from ._constraints import Interval, Options, check_params
 from ._rvm_eta import _ARDRBFBasis, _gp_input_scales, _log_ml_joint, log_marginal_eta
@@ -92,29 +89,6 @@ class _RVMBase(_ARDPathEstimator):
                                    fit_noise=self.noise_variance is None)
         path = self._run_path(problem, init=init, max_init=self.max_init, tol=tol)
         return path, problem, scale
-
-
-def _check_target(y, n):
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        warnings.warn("A column-vector y was passed when a 1d array was expected; it was ravelled.",
-                      DataConversionWarning, stacklevel=3)
-        y = y.ravel()
-    if y.ndim != 1:
-        msg = f"y must be one-dimensional, got an array of shape {y.shape}."
-        raise DataError(msg)
-    if y.shape[0] != n:
-        msg = f"y has {y.shape[0]} values but X has {n} samples; they must match."
-        raise DataError(msg)
-    try:
-        y = y.astype(np.float64)
-    except (TypeError, ValueError):
-        msg = "y must be numeric for regression; for class labels use RVMClassifier."
-        raise DataError(msg) from None
-    if not np.all(np.isfinite(y)):
-        msg = f"y contains {int(np.sum(~np.isfinite(y)))} NaN or infinite value(s)."
-        raise DataError(msg)
-    return y
 
 
 # --------------------------------------------------------------------------------------------------
@@ -337,9 +311,8 @@ class RVMRegressor(RegressorMixin, _RVMBase):
         if self.optimize_eta and not (isinstance(self.kernel, str) and self.kernel == "rbf"):
             msg = f"optimize_eta=True needs kernel='rbf'; got kernel={self.kernel!r}."
             raise ValueError(msg)
-        require_y(self, y, DataError)
         X = self._validate_x(X, reset=True)
-        y = _check_target(y, X.shape[0])
+        y = check_regression_target(self, y, X.shape[0])
         basis = make_basis(self.kernel, self.gamma, self.degree, self.coef0)
         # Targets at unit standard deviation (the model is equivariant: alpha -> alpha / c^2,
         # sigma^2 -> c^2 sigma^2, log p -> log p - n log c).

@@ -55,12 +55,12 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.special import expit
 from sklearn.base import RegressorMixin
-from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ..engine._basis import design_matrix, make_basis
 from ..engine._design import dense
-from ..engine._validation import require_y
+from ..engine._validation import check_regression_target
 from ..exceptions import DataError
 from ._base import _BinaryClassifierMixin, _FamilyEstimator, basis_constraints
 from ._constraints import Interval, check_params
@@ -323,8 +323,7 @@ class VariationalRVMRegressor(RegressorMixin, _VariationalRVMBase):
         """
         check_params(self)
         Xc = self._validate_x(X, reset=True)
-        require_y(self, y)
-        t = _check_target(y, Xc.shape[0])
+        t = check_regression_target(self, y, Xc.shape[0])
         state = self._fit_design(Xc, t, self.noise_shape, self.noise_rate)
         self.noise_variance_ = 1.0 / float(state.tau_mean)
         return self
@@ -586,39 +585,3 @@ class VariationalRVMClassifier(_BinaryClassifierMixin, _VariationalRVMBase):
         """
         positive = self.decision_function(X) > 0
         return self.classes_[positive.astype(np.intp)]
-
-
-def _column_to_1d(y):
-    """A column vector y becomes 1-d with scikit-learn's DataConversionWarning."""
-    arr = np.asarray(y)
-    if arr.ndim == 2 and arr.shape[1] == 1:
-        warnings.warn(
-            "A column-vector y was passed when a 1d array was expected. Please change the shape of "
-            "y to (n_samples,), for example using ravel().",
-            DataConversionWarning,
-            stacklevel=3,
-        )
-        return arr.ravel()
-    return y
-
-
-def _check_target(y, n_samples):
-    """Regression targets as a finite float64 vector of length ``n_samples``."""
-    y = np.asarray(_column_to_1d(y))
-    if y.ndim != 1:
-        msg = f"y must be one-dimensional; got an array of shape {y.shape}."
-        raise DataError(msg)
-    if y.shape[0] != n_samples:
-        msg = (
-            f"y has {y.shape[0]} values but X has {n_samples} samples; they must match one to one."
-        )
-        raise DataError(msg)
-    try:
-        y = y.astype(np.float64)
-    except (TypeError, ValueError):
-        msg = f"y must be numeric for regression; got values of dtype {y.dtype}."
-        raise DataError(msg) from None
-    if not np.all(np.isfinite(y)):
-        msg = f"y contains {int(np.sum(~np.isfinite(y)))} NaN or infinite value(s)."
-        raise DataError(msg)
-    return y

@@ -6,7 +6,9 @@
 
 * ``"evidence"``: the step with the largest EP evidence (evidence-ARD-EP).
 * ``"loo"``: the smallest EP leave-one-out error count (eq. 12, predictive-ARD-EP). The count is
-  discrete, so ties go to the *first* such step on the path, "the one with the smaller evidence".
+  discrete and often ties along a path, so among the steps of the smallest count the one with the
+  smallest LOO error probability (eq. 13) is chosen, then the one with the fewest genes, then the
+  first.
 * ``"loo-prob"``: the smallest LOO error probability (eq. 13, predictive_Prob-ARD-EP); ties to the first.
 """
 
@@ -36,13 +38,21 @@ def comparable_loo(loo_error):
     return np.round(np.asarray(loo_error, dtype=float), 12)
 
 
-def choose_step(log_evidence, loo_error, loo_prob_error, criterion: str) -> int:
-    """Index (into the path records) of the step the criterion picks; the first one on ties.
+def choose_step(log_evidence, loo_error, loo_prob_error, criterion: str, n_genes=None) -> int:
+    """Index (into the path records) of the step the criterion picks.
+
+    ``"evidence"`` and ``"loo-prob"`` take the first step of the best value. ``"loo"`` takes, among
+    the steps of the smallest LOO error count (equal counts compared exactly, see
+    :func:`comparable_loo`), the one with the smallest LOO error probability, then the one with the
+    fewest genes (``n_genes``, one per step; without it this key is skipped), then the first. A NaN
+    record never wins.
 
     Examples
     --------
     >>> choose_step([-5.0, -3.0, -2.0], [0.1, 0.0, 0.0], [0.2, 0.1, 0.05], "loo")
-    1
+    2
+    >>> choose_step([-5.0, -3.0, -2.0], [0.1, 0.0, 0.0], [0.1, 0.05, 0.05], "loo", [9, 4, 2])
+    2
     >>> choose_step([-5.0, -3.0, -2.0], [0.1, 0.0, 0.0], [0.2, 0.1, 0.05], "evidence")
     2
     """
@@ -50,13 +60,26 @@ def choose_step(log_evidence, loo_error, loo_prob_error, criterion: str) -> int:
         msg = f"choose_step reads the path records: criterion must be one of {PATH_CRITERIA}."
         raise ValueError(msg)
     if criterion == "evidence":
-        v = -np.asarray(log_evidence, dtype=float)
-    elif criterion == "loo":
-        v = comparable_loo(loo_error)
-    else:
-        v = np.asarray(loo_prob_error, dtype=float)
-    v = np.where(np.isnan(v), np.inf, v)
-    return int(np.argmin(v))  # argmin returns the first minimum
+        return _first_min(-np.asarray(log_evidence, dtype=float))
+    if criterion == "loo-prob":
+        return _first_min(np.asarray(loo_prob_error, dtype=float))
+    err = _nan_last(comparable_loo(loo_error))
+    prob = _nan_last(np.asarray(loo_prob_error, dtype=float))
+    size = np.zeros(err.size) if n_genes is None else np.asarray(n_genes, dtype=float)
+    if prob.shape != err.shape or size.shape != err.shape:
+        msg = (f"one record per step: got {err.size} LOO errors, {prob.size} LOO error "
+               f"probabilities and {size.size} model sizes.")
+        raise ValueError(msg)
+    # lexsort sorts by the last key first and is stable: ties left keep the first step.
+    return int(np.lexsort((size, prob, err))[0])
+
+
+def _nan_last(v):
+    return np.where(np.isnan(v), np.inf, v)
+
+
+def _first_min(v) -> int:
+    return int(np.argmin(_nan_last(v)))  # argmin returns the first minimum
 
 
 def joint_latent_cov(post, Xa):

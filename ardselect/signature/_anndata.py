@@ -7,138 +7,33 @@ scanpy style.
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from ..dataio._expression import ExpressionData
 from ..preprocessing import Preprocessor
 from ._anndata_results import check_key, write_signature
-from ._signature import MODELS, fit_signature, settings_record
+from ._signature import fit_signature, settings_record
 
 __all__ = ["rank_genes"]
 
 
-class _Unset:
-    """The default of a deprecated keyword: tells "not given" from any value given."""
-
-    def __repr__(self) -> str:
-        return "<deprecated>"
-
-
-_UNSET = _Unset()
-#: The deprecated keywords of :func:`rank_genes` that are ``Preprocessor`` parameters, with
-#: their defaults.
-_PREPROCESSOR_KEYWORDS = {"log": "auto", "pseudocount": None, "floor": None, "cap": None,
-                          "standardize": True}
-#: ... and those that choose and set the estimator.
-_ESTIMATOR_KEYWORDS = {"criterion": "cv", "max_steps": None, "estimator_params": None,
-                       "model": "ard"}
+#: Settings that :func:`rank_genes` takes through its objects: a keyword -> what to pass.
+_REMOVED = {
+    **dict.fromkeys(("log", "pseudocount", "floor", "cap", "standardize"),
+                    "preprocessor=ardselect.preprocessing.Preprocessor({}=...)"),
+    **dict.fromkeys(("criterion", "max_steps"), "estimator=ardselect.ARDClassifier({}=...)"),
+    "estimator_params": "estimator=ardselect.ARDClassifier(**estimator_params)",
+    "model": "estimator=ardselect.SpikeSlabClassifier() (or ardselect.ARDClassifier())",
+}
 
 
-def _settings(preprocessor, estimator, old: dict, key_added):
-    """The ``Preprocessor`` and estimator of :func:`rank_genes`, from the deprecated keywords if given.
-
-    A keyword given explicitly warns (``FutureWarning``) and says what to pass instead; giving
-    one beside the object it replaces is an error. Checked before any work.
-    """
-    given = {k: v for k, v in old.items() if v is not _UNSET}
-    pre_old = {k: given[k] for k in _PREPROCESSOR_KEYWORDS if k in given}
-    est_old = {k: given[k] for k in _ESTIMATOR_KEYWORDS if k in given}
-    if pre_old and preprocessor is not None:
-        msg = (f"give preprocessor= or the deprecated {', '.join(pre_old)}, not both (set them "
-               "on the Preprocessor)")
-        raise ValueError(msg)
-    if est_old and estimator is not None:
-        msg = (f"give estimator= or the deprecated {', '.join(est_old)}, not both (set them on "
-               "the estimator)")
-        raise ValueError(msg)
-    if est_old:
-        est_old = {**_ESTIMATOR_KEYWORDS, **est_old}
-        _check_rank_options(est_old["estimator_params"], est_old["max_steps"], est_old["model"],
-                            est_old["criterion"])
-    check_key(key_added)
-    if pre_old:
-        shown = ", ".join(f"{k}={v!r}" for k, v in pre_old.items())
-        warnings.warn(
-            f"rank_genes: {', '.join(pre_old)} {'is' if len(pre_old) == 1 else 'are'} deprecated "
-            "and will be removed in a future release; pass "
-            f"preprocessor=ardselect.preprocessing.Preprocessor({shown}) instead",
-            FutureWarning, stacklevel=3)
-        preprocessor = Preprocessor(**{**_PREPROCESSOR_KEYWORDS, **pre_old})
-    if est_old:
-        names = [k for k in _ESTIMATOR_KEYWORDS if old[k] is not _UNSET]
-        warnings.warn(
-            f"rank_genes: {', '.join(names)} {'is' if len(names) == 1 else 'are'} deprecated "
-            f"and will be removed in a future release; pass {_estimator_hint(old)} instead",
-            FutureWarning, stacklevel=3)
-        estimator = _old_estimator(**est_old)
-    return preprocessor, estimator
-
-
-def _estimator_hint(est_old: dict) -> str:
-    """What to pass instead of the deprecated estimator keywords, for the warning."""
-    given = {k: v for k, v in est_old.items() if v is not _UNSET}
-    params = dict(given.get("estimator_params") or {})
-    if given.get("model") == "spike-slab":
-        shown = ", ".join(f"{k}={v!r}" for k, v in params.items())
-        return f"estimator=ardselect.SpikeSlabClassifier({shown})"
-    for key in ("max_steps", "criterion"):
-        if given.get(key) is not None:
-            params = {key: given[key], **params}
-    shown = ", ".join(f"{k}={v!r}" for k, v in params.items())
-    return f"estimator=ardselect.ARDClassifier({shown})"
-
-
-def _old_estimator(criterion, max_steps, estimator_params, model):
-    """The estimator the deprecated keywords describe."""
-    from ..estimators._classifier import ARDClassifier
-    from ..estimators._spikeslab import SpikeSlabClassifier
-
-    params = dict(estimator_params or {})
-    if model == "spike-slab":
-        return SpikeSlabClassifier(**params)
-    if max_steps is not None:
-        params["max_steps"] = int(max_steps)
-    return ARDClassifier(criterion=criterion, **params)
-
-
-def _check_rank_options(estimator_params, max_steps, model="ard", criterion="cv"):
-    """One clear error for deprecated keywords that would otherwise fail deep inside."""
-    import inspect
-
-    from ..estimators._classifier import ARDClassifier
-    from ..estimators._spikeslab import SpikeSlabClassifier
-
-    if not isinstance(model, str) or model not in MODELS:
-        msg = f"model must be one of {', '.join(map(repr, MODELS))}; got {model!r}"
-        raise ValueError(msg)
-    cls = SpikeSlabClassifier if model == "spike-slab" else ARDClassifier
-    if estimator_params is not None and not isinstance(estimator_params, Mapping):
-        msg = (f"estimator_params must be a dict of {cls.__name__} parameters, not "
-               f"{type(estimator_params).__name__}")
+def _refuse_unknown(kwargs: dict) -> None:
+    """Python's TypeError for an unexpected keyword; for a setting, it names what to pass."""
+    for name in kwargs:
+        msg = f"rank_genes() got an unexpected keyword argument {name!r}"
+        if name in _REMOVED:
+            msg += f"; pass {_REMOVED[name].format(name)} instead"
         raise TypeError(msg)
-    given = set(estimator_params or {})
-    valid = set(inspect.signature(cls).parameters)
-    unknown = sorted(given - valid)
-    if unknown:
-        msg = (f"estimator_params has unknown {cls.__name__} parameter(s) {unknown}; valid: "
-               f"{', '.join(sorted(valid))}")
-        raise ValueError(msg)
-    if model == "spike-slab":
-        # The spike-and-slab model has no path: it averages over every model instead of choosing.
-        if criterion != "cv":
-            msg = (f"criterion={criterion!r} does not apply to model='spike-slab' (it averages "
-                   "over models instead of choosing one on a path)")
-            raise ValueError(msg)
-        if max_steps is not None:
-            msg = "max_steps does not apply to model='spike-slab' (it has no path)"
-            raise ValueError(msg)
-    if "criterion" in given:
-        msg = "give criterion as rank_genes' own argument, not in estimator_params"
-        raise ValueError(msg)
-    if "max_steps" in given and max_steps is not None:
-        msg = "give max_steps either as rank_genes' own argument or in estimator_params, not both"
-        raise ValueError(msg)
 
 
 def rank_genes(
@@ -155,15 +50,7 @@ def rank_genes(
     key_added: str = "ardselect",
     copy: bool = False,
     covariates: Sequence[str] | None = None,
-    criterion: str = _UNSET,
-    log: str = _UNSET,
-    pseudocount: float | None = _UNSET,
-    floor: float | None = _UNSET,
-    cap: float | None = _UNSET,
-    standardize: bool = _UNSET,
-    max_steps: int | None = _UNSET,
-    estimator_params: Mapping | None = _UNSET,
-    model: str = _UNSET,
+    **unknown,
 ):
     """Select and rank the genes that predict ``adata.obs[groupby]`` with an ARD probit classifier.
 
@@ -225,13 +112,10 @@ def rank_genes(
         (:func:`ardselect.get.covariates_df`), and the portable model records the encoding, so
         that its predictions read the same columns from new data by name. ARD model only. See
         the user guide, "Known covariates and donor-level signatures".
-    criterion, log, pseudocount, floor, cap, standardize, max_steps, estimator_params, model
-        Deprecated spellings of the settings, each a ``FutureWarning`` when given: pass
-        ``preprocessor=Preprocessor(log=..., pseudocount=..., floor=..., cap=...,
-        standardize=...)`` and ``estimator=ARDClassifier(criterion=..., max_steps=...,
-        **estimator_params)`` (``model="spike-slab"``:
-        ``estimator=SpikeSlabClassifier(**estimator_params)``) instead. Giving one beside the
-        object it replaces is an error.
+    **unknown
+        Not accepted: any other keyword raises a ``TypeError``. For a setting of the
+        preprocessing or the estimator (``log``, ``floor``, ``criterion``, ``max_steps``,
+        ``estimator_params``, ``model``, ...) the message names the object that takes it.
 
     Returns
     -------
@@ -314,13 +198,11 @@ def rank_genes(
     DataError
         NaN or infinite values, duplicated gene names, every gene constant.
     TypeError
-        ``preprocessor`` or ``estimator`` of another type.
+        ``preprocessor`` or ``estimator`` of another type; an unknown keyword.
     ValueError
-        A deprecated keyword beside the object it replaces, or (deprecated spellings)
-        ``estimator_params`` naming an unknown parameter or ``criterion``, or ``max_steps`` given
-        twice; ``key_added`` empty or with a ``/`` (h5ad and zarr would read it back as a nested
-        key). These are checked before any work. Groups without ``criterion="cv"``, covariates
-        with spike-and-slab.
+        ``key_added`` empty or with a ``/`` (h5ad and zarr would read it back as a nested key),
+        checked before any work. Groups without ``criterion="cv"``, covariates with
+        spike-and-slab.
 
     Examples
     --------
@@ -343,11 +225,8 @@ def rank_genes(
     if not isinstance(adata, ad.AnnData):
         msg = f"adata must be an AnnData object, not {type(adata).__name__}"
         raise TypeError(msg)
-    preprocessor, estimator = _settings(
-        preprocessor, estimator,
-        {"log": log, "pseudocount": pseudocount, "floor": floor, "cap": cap,
-         "standardize": standardize, "criterion": criterion, "max_steps": max_steps,
-         "estimator_params": estimator_params, "model": model}, key_added)
+    _refuse_unknown(unknown)
+    check_key(key_added)
     if copy:
         adata = adata.copy()
     data = ExpressionData.from_anndata(adata, groupby, layer=layer, use_raw=use_raw,
