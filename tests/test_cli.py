@@ -511,6 +511,20 @@ def test_samples_without_label_are_named(expression, tmp_path):
     assert "adata" not in result.stderr
 
 
+def test_samples_with_empty_labels_are_named(expression, tmp_path):
+    # Whitespace is no class: refused by name, not fitted as a class nor counted as the rest.
+    df = expression(n_samples=10, n_genes=4).astype({"label": object})
+    df.loc[[2, 5], "label"] = " "
+    df.to_csv(tmp_path / "t.csv", index=False)
+    positive = str(df.loc[0, "label"])
+    result = run("fit", tmp_path / "t.csv", "--positive", positive, "-o", tmp_path / "r")
+    assert_one_line_error(result, 1, r"2 sample\(s\) have an empty label in 'label' \(s02, s05\)")
+    assert not (tmp_path / "r").exists()
+    result = run("evaluate", tmp_path / "t.csv", "-o", tmp_path / "r", "--splits", "1")
+    assert_one_line_error(result, 1, r"2 sample\(s\) have an empty label in 'label' \(s02, s05\)")
+    assert not (tmp_path / "r").exists()
+
+
 def test_duplicated_genes(expression, tmp_path):
     df = expression(n_samples=10, n_genes=4)
     text = df.to_csv(index=False).replace("G3", "G1", 1)
@@ -1328,3 +1342,4 @@ def test_a_description_column_does_not_name_genes_in_gmt_and_rnk(adata_factory, 
     rnk = pd.read_csv(out / "genes.rnk", sep="\t", header=None)
     assert len(rnk) == 20  # one row per gene: no description collapsed them
     assert set(rnk[0]) == set(adata.var_names)
+

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..engine._design import as_design, is_matrix
+from ..engine._validation import blank_labels
 from ..exceptions import DataError, FileFormatError, LabelError
 from ._input_rules import (
     check_layer,
@@ -162,7 +163,8 @@ class ExpressionData:
       ``layer`` and ``use_raw`` exclude each other and apply to AnnData (``.h5ad``, ``.zarr``)
       only. No reader puts a layer in place of ``X``: the layer read is the layer recorded.
     * The labels come from the ``obs`` column ``label_key``; a sample without a label (missing,
-      NaN) is refused by name. ``label_key=None`` reads unlabelled data (to predict).
+      NaN, or empty or whitespace-only text) is refused by name. ``label_key=None`` reads
+      unlabelled data (to predict).
     * ``groups`` and each covariate name an ``obs`` column; a covariate is not the label.
     * ``symbol_key`` names a ``var`` column; by default the first text column of
       :data:`SYMBOL_KEYS`.
@@ -370,7 +372,7 @@ class ExpressionData:
         LabelError
             ``label_key``, ``groups`` or a covariate is not an ``obs`` column (rule
             ``"obs_column"``; the message lists them), or samples have no label (rule
-            ``"missing_labels"``; the message names them).
+            ``"missing_labels"``) or an empty one (``"empty_labels"``; the message names them).
         DataError
             No such layer (``"layer"``), ``use_raw`` without ``raw`` (``"no_raw"``) or with a
             ``raw`` lacking genes of ``var`` (``"raw_genes"``), no ``X`` (``"no_x"``), or no
@@ -458,17 +460,25 @@ class ExpressionData:
 
     @staticmethod
     def labels_of(adata, label_key: str) -> np.ndarray:
-        """The labels of ``obs[label_key]``, every sample holding one (rule ``"missing_labels"``)."""
+        """The labels of ``obs[label_key]``, every sample holding one.
+
+        A missing label (None, NaN) is refused by rule ``"missing_labels"``, an empty or
+        whitespace-only text label by rule ``"empty_labels"``; both name the samples.
+        """
         require_obs(adata, label_key, "label key")
         values = adata.obs[label_key].to_numpy()
-        absent = pd.isna(pd.Series(values, dtype=object)).to_numpy()
-        if absent.any():
-            missing = adata.obs_names[absent].astype(str)
-            shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
-            msg = (f"{len(missing)} sample(s) have no label in {label_key!r} ({shown}); give "
-                   "them one or drop them from the data")
-            raise refusal(LabelError, "missing_labels", msg, key=label_key,
-                           samples=[str(m) for m in missing])
+        series = pd.Series(values, dtype=object)
+        absent = pd.isna(series).to_numpy()
+        blank = blank_labels(series.to_numpy())
+        for mask, rule, what in ((absent, "missing_labels", "no label"),
+                                 (blank, "empty_labels", "an empty label")):
+            if mask.any():
+                samples = adata.obs_names[mask].astype(str)
+                shown = ", ".join(samples[:5]) + (", ..." if len(samples) > 5 else "")
+                msg = (f"{len(samples)} sample(s) have {what} in {label_key!r} ({shown}); give "
+                       "them one or drop them from the data")
+                raise refusal(LabelError, rule, msg, key=label_key,
+                              samples=[str(m) for m in samples])
         return values
 
     def notice_scaled_x(self) -> None:

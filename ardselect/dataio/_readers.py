@@ -20,7 +20,12 @@ import numpy as np
 import pandas as pd
 
 from ..engine._design import as_design, dense
-from ..engine._validation import check_class_labels, check_clean_names, check_unique_names
+from ..engine._validation import (
+    blank_labels,
+    check_class_labels,
+    check_clean_names,
+    check_unique_names,
+)
 from ..exceptions import DataError, FileFormatError, LabelError
 from ._files import _HDF5_SIGNATURE, detect_format, require_file
 from ._input_rules import check_layer
@@ -212,7 +217,8 @@ def split_gene_columns(
     if check and label_key is not None and label_key in adata.obs.columns:
         # Labels that cannot be classes (continuous numbers, one class per sample) are refused
         # as such first: every gene is trivially "one value within each class" of one sample.
-        check_class_labels(pd.Series(adata.obs[label_key].to_numpy()).dropna())
+        labels = pd.Series(adata.obs[label_key].to_numpy()).dropna()
+        check_class_labels(labels[~blank_labels(labels.to_numpy())])  # the door names the blanks
         codes = _label_codes(adata, label_key)
         if codes:
             shown = ", ".join(map(repr, codes[:5])) + (", ..." if len(codes) > 5 else "")
