@@ -1343,3 +1343,20 @@ def test_a_description_column_does_not_name_genes_in_gmt_and_rnk(adata_factory, 
     assert len(rnk) == 20  # one row per gene: no description collapsed them
     assert set(rnk[0]) == set(adata.var_names)
 
+
+@pytest.mark.parametrize("command", ["fit", "evaluate", "predict"])
+def test_a_directory_is_called_a_directory(fitted, command, tmp_path):
+    # Only a .zarr store is a directory that holds data; other directories are named as such,
+    # not as files of unknown format.
+    folder = tmp_path / "some_dir"
+    folder.mkdir()
+    _, out, _ = fitted
+    args = {"fit": ["fit", folder, "-o", tmp_path / "r"],
+            "evaluate": ["evaluate", folder, "--splits", "1", "-o", tmp_path / "r"],
+            "predict": ["predict", out / "model.json", folder, "-o", tmp_path / "p.tsv"]}[command]
+    result = run(*args)
+    assert_one_line_error(result, 1, r"some_dir is a directory, not a file$")
+    assert not (tmp_path / "r").exists()
+    assert not (tmp_path / "p.tsv").exists()
+    with pytest.raises(ardselect.FileFormatError, match="is a directory, not a file"):
+        ardselect.io.ExpressionData.check_source(folder)

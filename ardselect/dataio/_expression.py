@@ -19,7 +19,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -278,8 +277,11 @@ class ExpressionData:
 
         Raises
         ------
+        MissingFileError
+            No such file.
         FileFormatError
-            ``layer`` or ``use_raw`` for a table (rule ``"anndata_only"``).
+            A directory that is not a ``.zarr`` store, or ``layer`` or ``use_raw`` for a table
+            (rule ``"anndata_only"``).
         ValueError
             Both given (rule ``"layer_and_raw"``), or ``use_raw`` with ``lazy``
             (``"lazy_raw"``).
@@ -287,10 +289,10 @@ class ExpressionData:
             No such layer in the store (rule ``"layer"``; ``details``: the layer and the
             store's layers).
         """
-        from ._files import detect_format
+        from ._files import detect_format, require_file
         from ._readers import store_layers
 
-        path = Path(path)
+        path = require_file(path)  # missing, or a directory that is not a .zarr store
         fmt = detect_format(path)
         if (layer is not None or use_raw) and fmt not in ("h5ad", "zarr"):
             msg = f"layer and use_raw apply to .h5ad and .zarr input, not {fmt}"
