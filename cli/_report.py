@@ -99,8 +99,10 @@ FIT_FIGURES = (
      "genes of low PIP says: one of these genes matters, the data do not say which."),
     ("certainty.png", "How sure the model is of each gene",
      "For the best-ranked genes (selected ones dark): the log Bayes factor of the gene in the "
-     "model against out of it. Dotted lines mark +-log 3 and +-log 20. On the right, the share "
-     "of fold models that hold the gene and the probability that its weight has the sign shown."),
+     "model against out of it, given the other selected genes. Dotted lines mark +-log 3 and "
+     "+-log 20. On the right, the share of the cross-validation's fold models that hold the gene, "
+     "and the sign of its weight (w>0 or w<0; for a gene outside the model, the sign its weight "
+     "would take)."),
 )
 
 _STYLE = """
