@@ -366,6 +366,11 @@ def _usage_message(rule, details: dict, data: Path) -> str | None:
         key, role = details["key"], details["role"]
         avail = ", ".join(details["available"]) or "none"
         if role == "label key":
+            if details.get("transposed"):
+                return (f"label key {key!r} not found in {data.name}, and "
+                        f"{details['transposed']}: its genes look to be in rows and its samples "
+                        "in columns; read it with --genes-in-rows (labels in a row, or --labels "
+                        "FILE)")
             hint = "" if details["available"] else " (give labels with --labels FILE)"
             return f"label key {key!r} not found in {data.name}; available: {avail}{hint}"
         if role == "covariate":

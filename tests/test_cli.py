@@ -439,6 +439,45 @@ def test_transposed_table_suggests_genes_in_rows(data, tmp_path):
     assert result.exit_code == 0, result.stderr
 
 
+def test_genes_in_rows_without_a_label_row_suggests_genes_in_rows(tmp_path):
+    # No label row to find: the hint comes from the table's shape, its row ids, or a label file
+    # whose samples are the table's columns.
+    import ardselect
+
+    rng = np.random.default_rng(0)
+    values = rng.gamma(2.0, 50.0, size=(120, 12)).round(2)
+    samples = [f"s{i:02d}" for i in range(12)]
+    for name, ids in (("ensembl.csv", [f"ENSG{i:011d}" for i in range(120)]),
+                      ("symbols.tsv", [f"GENE{i}" for i in range(120)])):
+        pd.DataFrame(values, index=pd.Index(ids, name="gene"), columns=samples).to_csv(
+            tmp_path / name, sep="\t" if name.endswith(".tsv") else ",")
+    reason = {"ensembl.csv": r"its row ids look like gene ids \(ENSG00000000000, ",
+              "symbols.tsv": r"it has 120 rows and only 12 numeric columns"}
+    for name, why in reason.items():
+        for command in ("fit", "evaluate"):
+            result = run(command, tmp_path / name, "-o", tmp_path / "r")
+            assert_one_line_error(result, 2, rf"label key 'label' not found in {name}, and {why}"
+                                             r".*: its genes look to be in rows and its samples in "
+                                             r"columns; read it with --genes-in-rows")
+            assert not (tmp_path / "r").exists()
+        with pytest.raises(ardselect.LabelError, match=rf"{why}.*genes_in_rows=True") as caught:
+            ardselect.io.ExpressionData.read(tmp_path / name, "label")
+        assert caught.value.rule == "obs_column"
+    labels = pd.DataFrame({"sample": samples, "label": ["a", "b"] * 6})
+    labels.to_csv(tmp_path / "labels.csv", index=False)
+    result = run("fit", tmp_path / "ensembl.csv", "--labels", tmp_path / "labels.csv",
+                 "-o", tmp_path / "r")
+    assert_one_line_error(result, 1, r"the samples of labels\.csv are columns of ensembl\.csv, not "
+                                     r"rows: .* read it with --genes-in-rows")
+    # A table with its samples in rows and no label column keeps the plain message.
+    wide = pd.DataFrame(values.T, index=pd.Index(samples, name="sample"),
+                        columns=[f"G{i}" for i in range(120)])
+    wide.to_csv(tmp_path / "wide.csv")
+    result = run("fit", tmp_path / "wide.csv", "-o", tmp_path / "r")
+    assert_one_line_error(result, 2, r"label key 'label' not found in wide\.csv; available: none "
+                                     r"\(give labels with --labels FILE\)$")
+
+
 # ------------------------------------------------------------------------------ bad input
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -26,12 +27,14 @@ import pandas as pd
 from ..engine._design import as_design, is_matrix
 from ..engine._validation import blank_labels
 from ..exceptions import DataError, FileFormatError, LabelError
+from ._files import detect_format
 from ._input_rules import (
     check_layer,
     check_layer_and_raw,
     check_var_in_raw,
     refusal,
     require_obs,
+    transposed_table,
 )
 
 __all__ = [
@@ -289,7 +292,7 @@ class ExpressionData:
             No such layer in the store (rule ``"layer"``; ``details``: the layer and the
             store's layers).
         """
-        from ._files import detect_format, require_file
+        from ._files import require_file
         from ._readers import store_layers
 
         path = require_file(path)  # missing, or a directory that is not a .zarr store
@@ -340,6 +343,9 @@ class ExpressionData:
                              use_raw=use_raw, genes_in_rows=genes_in_rows,
                              gene_columns=gene_columns, drop=drop, covariates=covariates,
                              check_columns=check_columns, lazy=lazy)
+        if label_key is not None and label_key not in adata.obs.columns and not genes_in_rows \
+                and labels is None and detect_format(path) in ("csv", "tsv"):
+            _refuse_transposed(adata, label_key, Path(path).name)
         return cls.from_anndata(adata, label_key, layer=layer, use_raw=use_raw, groups=groups,
                                 symbol_key=symbol_key, covariates=covariates)
 
@@ -445,7 +451,7 @@ class ExpressionData:
             ``gene_columns`` or ``drop`` for an AnnData or GCT file (rule ``"table_only"``), and the
             refusals of :meth:`ExpressionData.check_source` and :func:`ardselect.io.read_data`.
         """
-        from ._files import detect_format, require_file
+        from ._files import require_file
         from ._readers import _read_data
 
         path = require_file(path)
@@ -507,6 +513,23 @@ class ExpressionData:
             "fitting X as given. scanpy's rank_genes_groups reads raw by default: pass "
             "use_raw=True (ardselect fit --use-raw) to fit raw instead.", ScaledXWarning,
             stacklevel=3)
+
+
+def _refuse_transposed(adata, label_key: str, name: str) -> None:
+    """A table without its label column that looks like genes in rows: say to read it so.
+
+    The refusal is the label key's (rule ``"obs_column"``), with the reason in ``details``
+    (``"transposed"``) and the hint in the message.
+    """
+    reason = transposed_table(adata)
+    if not reason:
+        return
+    names = [str(c) for c in adata.obs.columns]
+    msg = (f"label key {label_key!r} is not a column of {name}, and {reason}: its genes look to "
+           "be in rows and its samples in columns; read it with genes_in_rows=True "
+           "(--genes-in-rows), the labels in a row or a separate file")
+    raise refusal(LabelError, "obs_column", msg, role="label key", key=label_key,
+                  available=names, transposed=reason)
 
 
 def _covariates_to_obs(adata, names):
