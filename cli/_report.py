@@ -317,9 +317,11 @@ def write_fit_report(folder: Path, sig, adata, *, data: Path, label_key: str,
     labels); the figures are read from ``folder``; ``command`` is the command line that
     reproduces the run.
     """
+    import pandas as pd
+
     import ardselect
 
-    from ._options import class_counts, data_shape
+    from ._options import class_counts, data_shape, display_classes
 
     est = sig.estimator.get_params()
     criterion = str(sig.criterion)
@@ -360,7 +362,7 @@ def write_fit_report(folder: Path, sig, adata, *, data: Path, label_key: str,
             f"one sample per {pseudo['donor']} and label: {int(pseudo['n_samples'])} samples "
             f"from {int(pseudo['n_cells'])} cells, counts summed from {pseudo['source']}, then "
             f"{pseudo['normalisation']}")))
-    for cls in problems:
+    for cls in display_classes(problems):
         block = ranked[ranked["class"] == cls]
         label = f"Model ({cls} vs rest)" if multi else "Model"
         items.append((label, _choice(frontier, cls, criterion, steps[cls],
@@ -368,6 +370,9 @@ def write_fit_report(folder: Path, sig, adata, *, data: Path, label_key: str,
 
     columns = [c for c in ranked.columns if c in FIT_COLUMNS and (multi or c != "class")]
     signature = ranked[ranked["selected"].astype(bool)]
+    if multi:  # the classes in display order, each best first
+        signature = pd.concat([signature[signature["class"] == c]
+                               for c in display_classes(signature["class"])] or [signature])
     body = ["<h2>Summary</h2>", _summary(items), "<h2>The signature</h2>"]
     if len(signature):
         body.append(f"<p>The {len(signature)} selected gene(s)"

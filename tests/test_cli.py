@@ -1399,3 +1399,9 @@ def test_a_directory_is_called_a_directory(fitted, command, tmp_path):
     assert not (tmp_path / "p.tsv").exists()
     with pytest.raises(ardselect.FileFormatError, match="is a directory, not a file"):
         ardselect.io.ExpressionData.check_source(folder)
+
+
+def test_class_counts_list_clusters_in_number_order():
+    labels = [str(i % 11) for i in range(33)]
+    assert options.class_counts(labels) == " / ".join(f"{i} 3" for i in range(11))
+    assert options.display_classes(["b", "10", "2", "a"]) == ["2", "10", "a", "b"]
