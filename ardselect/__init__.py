@@ -44,6 +44,7 @@ _LAZY = {
     "pseudobulk": ".signature._pseudobulk",
     "ArdselectError": ".exceptions",
     "DataError": ".exceptions",
+    "DataScaleError": ".exceptions",
     "LabelError": ".exceptions",
     "FileFormatError": ".exceptions",
     "MissingFileError": ".exceptions",

@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = [
     "ArdselectError",
     "DataError",
+    "DataScaleError",
     "LabelError",
     "FileFormatError",
     "MissingFileError",
@@ -25,6 +26,14 @@ class ArdselectError(Exception):
 
 class DataError(ArdselectError, ValueError):
     """The expression matrix is unusable: NaN or infinite values, empty, constant features, ..."""
+
+
+class DataScaleError(DataError):
+    """New data are plainly another kind of values than a model's training data.
+
+    Scaled values given to a model fitted on unscaled ones, or the reverse: its predictions
+    would be wrong.
+    """
 
 
 class LabelError(ArdselectError, ValueError):

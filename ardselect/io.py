@@ -22,15 +22,14 @@ import pandas as pd
 
 from .dataio._expression import Expression, ExpressionData, expression
 from .dataio._files import FORMATS, _path, atomic_write, detect_format, require_file
+from .dataio._label_files import read_cls, read_labels
 from .dataio._readers import (
     ANNOTATION_WORDS,
     AnnotationColumnWarning,
     looks_like_annotation,
-    read_cls,
     read_data,
     read_gct,
     read_h5ad,
-    read_labels,
     read_lazy,
     read_table,
     split_gene_columns,

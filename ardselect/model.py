@@ -13,7 +13,6 @@ that estimator. :func:`load_model` reads ``model.json`` back, of either kind.
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -29,6 +28,13 @@ from .dataio._model_schema import (
     _number,
     _numbers,
     _refuse,
+)
+from .dataio._scale_check import (  # noqa: F401  (the scale check, public here as before)
+    DataScaleWarning,
+    check_scale,
+    sample_scale_findings,
+    scale_findings,
+    sign_finding,
 )
 from .dataio._spikeslab_model import (
     SPIKESLAB,
@@ -62,159 +68,6 @@ SPIKESLAB_FORMAT_VERSION = 5
 _READABLE_VERSIONS = (1, 2, 3, 4, 5)
 #: The kinds of model a file may hold (its ``model`` field; absent: ``"ard"``).
 MODEL_KINDS = ("ard", SPIKESLAB)
-
-#: The scale check of new data (:class:`DataScaleWarning`), three rules on the model's genes after
-#: the model's floor, cap and log, with the training mean, sd, range and whole-number flags kept in
-#: the model (``preprocessing``):
-#:
-#: - whole numbers: the training values of a gene were all whole numbers (counts, integer
-#:   intensities) and more than :data:`SCALE_FRACTION_WARN` of the new values are not (log values
-#:   or normalised values given to a model fitted on counts);
-#: - shift: the median over the genes of the distance of their new mean from the training mean, in
-#:   training sd, exceeds :data:`SCALE_SHIFT_WARN` (a batch effect or another mix of classes moves a
-#:   gene by one or two sd; one rare class alone on one marker gene by up to about 3);
-#: - squeezed: a shift above :data:`SCALE_SQUEEZE_SHIFT` sd with the new values' spread (at least
-#:   three samples) below :data:`SCALE_SQUEEZE_WARN` of the training spread (values logged twice);
-#: - range: more than :data:`SCALE_FRACTION_WARN` of the new values lie over one training sd
-#:   beyond the gene's training range (data logged twice, or not logged, or z-scored).
-#:
-#: Their false-alarm rate on the held-out parts of the shared microarray sets is in the user guide
-#: (docs/guide/inputs.md).
-SCALE_SHIFT_WARN = 4.0
-SCALE_FRACTION_WARN = 0.5
-SCALE_SQUEEZE_SHIFT = 2.0
-SCALE_SQUEEZE_WARN = 1 / 3
-
-
-class DataScaleWarning(UserWarning):
-    """New data look like another kind of values than those the model was fitted on."""
-
-
-def scale_findings(X, Z, preprocessing) -> list[str]:
-    """What marks new data as another kind of values than the training data (empty: nothing).
-
-    ``X`` holds the new values of the model's genes as given and ``Z`` the same after the model's
-    floor, cap and log, both of shape (n_samples, n_genes); ``preprocessing`` is the model's
-    record (:meth:`ardselect.preprocessing.Preprocessor.to_dict`).
-    """
-    X, Z = np.asarray(X, dtype=np.float64), np.asarray(Z, dtype=np.float64)
-    if Z.shape[0] == 0 or Z.shape[1] == 0:
-        return []
-    found = []
-    if "whole" in preprocessing:
-        whole = np.asarray(preprocessing["whole"], dtype=bool)
-        values = X[:, whole]
-        values = values[np.isfinite(values)]
-        if values.size:
-            frac = float(np.mean(values != np.round(values)))
-            if frac > SCALE_FRACTION_WARN:
-                found.append(f"{100 * frac:.0f}% of the values of its {int(whole.sum())} "
-                             "gene(s) fitted on whole numbers (counts or intensities) are not "
-                             "whole numbers")
-    center = np.asarray(preprocessing["center"], dtype=np.float64)
-    scale = np.asarray(preprocessing["scale"], dtype=np.float64)
-    if "mean" in preprocessing:
-        mean = np.asarray(preprocessing["mean"], dtype=np.float64)
-        sd = np.asarray(preprocessing.get("sd", scale), dtype=np.float64)
-        checked = sd > 0
-    else:  # a model written before the training means were kept: its centred genes only
-        mean, sd, checked = center, scale, center != 0.0
-    if checked.any():
-        z = (Z[:, checked] - mean[checked]) / sd[checked]  # (n, checked genes)
-        shift = float(np.median(np.abs(z.mean(axis=0))))
-        # the spread of the new values in training sd (data logged twice are squeezed)
-        spread = float(np.exp(np.median(np.log(z.std(axis=0) + 1e-300)))) if z.shape[0] >= 3 else 1.0
-        if shift > SCALE_SHIFT_WARN or (shift > SCALE_SQUEEZE_SHIFT
-                                        and spread < SCALE_SQUEEZE_WARN):
-            squeezed = (f" with a median {spread:.2g} of their training spread"
-                        if spread < SCALE_SQUEEZE_WARN else "")
-            found.append(f"its {int(checked.sum())} gene(s) lie a median {shift:.3g} training "
-                         f"standard deviations from their training means{squeezed} (about 0 to "
-                         "2 for data like the training data)")
-    if "min" in preprocessing and "max" in preprocessing and checked.any():
-        lo = np.asarray(preprocessing["min"], dtype=np.float64)[checked]
-        hi = np.asarray(preprocessing["max"], dtype=np.float64)[checked]
-        width = sd[checked]
-        inside = Z[:, checked]
-        outside = float(np.mean((inside < lo - width) | (inside > hi + width)))
-        if outside > SCALE_FRACTION_WARN:
-            found.append(f"{100 * outside:.0f}% of its values lie over one training standard "
-                         "deviation outside the training range")
-    return found
-
-
-#: A sample's median over the genes (after the log) is this many sample interquartile ranges
-#: from the median sample, or its interquartile range is this many times larger or smaller than the
-#: median sample's: it is flagged as another kind of values than the rest of the data.
-SAMPLE_SHIFT_WARN = 1.0
-SAMPLE_SPREAD_WARN = 3.0
-#: Fewer genes than this say too little about a sample's kind of values: no sample check.
-SAMPLE_MIN_GENES = 20
-
-
-def sample_scale_findings(X, Z, sample_names=None) -> str:
-    """Samples that look like another kind of values than the rest of the data ("" if none).
-
-    ``X`` is the data as given and ``Z`` the same after floor, cap and log, of shape
-    (n_samples, n_genes) (``Z`` may be None for sparse data: the whole-number rule only). A sample
-    is flagged when most samples are whole numbers (counts, integer intensities) and its non-zero
-    values are mostly fractions, or when its median over the genes lies more than :data:`SAMPLE_SHIFT_WARN` typical
-    interquartile ranges from the median sample's, or its interquartile range differs from the
-    typical one by more than a factor :data:`SAMPLE_SPREAD_WARN` (a batch logged twice, not
-    logged, logged in another base, or z-scored). Returns one sentence naming them.
-    """
-    n = X.shape[0]
-    if n < 4 or X.shape[1] < SAMPLE_MIN_GENES:
-        return ""
-    design = as_design(X)
-    # of the non-zero values: counts are mostly 0
-    fractions = design.n_fractional(axis=1) / np.maximum(design.n_nonzero(axis=1), 1)
-    whole = fractions == 0
-    flagged = np.zeros(n, dtype=bool)
-    reasons = []
-    if whole.mean() >= 0.5:
-        fractional = fractions > 0.5
-        flagged |= fractional
-        if fractional.any():
-            reasons.append(f"{int(fractional.sum())} hold mostly fractions where most samples "
-                           "hold whole numbers")
-    if Z is not None and not as_design(Z).sparse:
-        Z = np.asarray(Z, dtype=np.float64)
-        q25, med, q75 = np.nanpercentile(Z, [25, 50, 75], axis=1)
-        spread = q75 - q25
-        typical_med, typical_spread = float(np.median(med)), float(np.median(spread))
-        if typical_spread > 0:
-            shifted = np.abs(med - typical_med) > SAMPLE_SHIFT_WARN * typical_spread
-            ratio = spread / typical_spread
-            spread_off = (ratio > SAMPLE_SPREAD_WARN) | (ratio < 1 / SAMPLE_SPREAD_WARN)
-            if shifted.any():
-                reasons.append(f"{int(shifted.sum())} have a median over the genes over "
-                               f"{SAMPLE_SHIFT_WARN:g} interquartile range from the others'")
-            if spread_off.any():
-                reasons.append(f"{int(spread_off.sum())} have an interquartile range over "
-                               f"{SAMPLE_SPREAD_WARN:g} times wider or narrower than the others'")
-            flagged |= shifted | spread_off
-    if not flagged.any():
-        return ""
-    names = (np.arange(n).astype(str) if sample_names is None
-             else np.asarray(sample_names).astype(str))
-    shown = ", ".join(names[flagged][:5]) + (", ..." if flagged.sum() > 5 else "")
-    return (f"{int(flagged.sum())} of the {n} samples ({shown}) look like another kind of values "
-            f"than the rest: {'; '.join(reasons)}; check that every sample holds the same kind of "
-            "values (raw counts, intensities, normalised, log)")
-
-
-def _check_scale(X, Z, preprocessing) -> None:
-    """Warn (:class:`DataScaleWarning`) when new data look like another kind of values."""
-    found = scale_findings(X, Z, preprocessing)
-    if not found:
-        return
-    log = preprocessing.get("log", "none")
-    rule = "no log" if log in (None, "none") else f"{log}(x + {preprocessing.get('pseudocount')})"
-    msg = (f"the data look like another kind of values than the model was fitted on: after the "
-           f"model's preprocessing ({rule}) {'; '.join(found)}; check that they are the same kind "
-           "of values (raw counts, intensities, normalised, log) as the training data")
-    warnings.warn(msg, DataScaleWarning, stacklevel=4)
 
 
 def _unit_interval(values, what: str, fields: Sequence[str]) -> np.ndarray:
@@ -687,14 +540,15 @@ class PortableModel:
             raise ModelError(msg)
         return list(self._posteriors)
 
-    def _log_proba_array(self, data, feature_names=None, covariates=None) -> np.ndarray:
+    def _log_proba_array(self, data, feature_names=None, covariates=None, *,
+                         allow_scale_mismatch=False) -> np.ndarray:
         X = self._columns(data, feature_names)
         check_finite_named(X, _sample_names(data), self.features)
         C = self._covariate_design(data, covariates, X.shape[0])
         Z = Preprocessor.apply_dict(self.preprocessing, X)
-        _check_scale(X, Z * np.asarray(self.preprocessing["scale"], dtype=np.float64)
-                     + np.asarray(self.preprocessing["center"], dtype=np.float64),
-                     self.preprocessing)
+        check_scale(X, Z * np.asarray(self.preprocessing["scale"], dtype=np.float64)
+                    + np.asarray(self.preprocessing["center"], dtype=np.float64),
+                    self.preprocessing, allow_mismatch=allow_scale_mismatch)
         if self._spikeslab is not None:
             log_proba = self._spikeslab.log_proba(Z)  # what SpikeSlabClassifier runs
             # (log_Phi stays finite in log space: only a NaN marks values it cannot take)
@@ -735,11 +589,15 @@ class PortableModel:
         columns = pd.Index([str(c) for c in self.classes], name="class")
         return pd.DataFrame(values, index=index, columns=columns)
 
-    def predict_log_proba(self, data, feature_names=None, *, covariates=None):
+    def predict_log_proba(self, data, feature_names=None, *, covariates=None,
+                          allow_scale_mismatch: bool = False):
         """Log class probabilities; labelled like :meth:`predict_proba`."""
-        return self._labelled(self._log_proba_array(data, feature_names, covariates), data)
+        return self._labelled(self._log_proba_array(data, feature_names, covariates,
+                                                    allow_scale_mismatch=allow_scale_mismatch),
+                              data)
 
-    def predict_proba(self, data, feature_names=None, *, covariates=None):
+    def predict_proba(self, data, feature_names=None, *, covariates=None,
+                      allow_scale_mismatch: bool = False):
         """Class probabilities, one column per class in ``classes`` order.
 
         Parameters
@@ -754,6 +612,9 @@ class PortableModel:
             one row per sample, encoded as in the fit (recorded in the model). AnnData input
             reads them from ``obs`` by default. A missing column or a level the fit did not see
             is refused.
+        allow_scale_mismatch : bool, default=False
+            Predict data whose signs contradict the training data's (scaled values against
+            unscaled ones), with a :class:`DataScaleWarning` instead of the error.
 
         Returns
         -------
@@ -761,13 +622,30 @@ class PortableModel:
             For AnnData or a DataFrame, a DataFrame indexed by the sample names (``obs_names`` or
             the DataFrame's index) with one column per class, named by the class; for an array, a
             bare array with columns in ``classes`` order, as scikit-learn estimators return.
-        """
-        return self._labelled(np.exp(self._log_proba_array(data, feature_names, covariates)),
-                              data)
 
-    def predict(self, data, feature_names=None, *, covariates=None) -> np.ndarray:
+        Raises
+        ------
+        DataScaleError
+            The data are plainly another kind of values than the training data: most of the
+            model's genes were centred in training (scaled data, such as scanpy's ``pp.scale``
+            output) and the new values of them hold no negative value, or most held no negative
+            value and over a quarter of the new values are negative.
+
+        Warns
+        -----
+        DataScaleWarning
+            The data look like another kind of values than the training data (far from the
+            training means or range, or fractions where the training values were whole numbers).
+        """
+        log_proba = self._log_proba_array(data, feature_names, covariates,
+                                          allow_scale_mismatch=allow_scale_mismatch)
+        return self._labelled(np.exp(log_proba), data)
+
+    def predict(self, data, feature_names=None, *, covariates=None,
+                allow_scale_mismatch: bool = False) -> np.ndarray:
         """Most probable class per sample, as an array of class labels."""
-        proba = np.exp(self._log_proba_array(data, feature_names, covariates))
+        proba = np.exp(self._log_proba_array(data, feature_names, covariates,
+                                             allow_scale_mismatch=allow_scale_mismatch))
         return np.asarray(self.classes, dtype=object)[np.argmax(proba, axis=1)]
 
 

@@ -27,7 +27,12 @@ import scipy.sparse as sp
 from sklearn.base import clone
 
 from .engine._design import as_design
-from .engine._validation import check_class_labels, check_finite_named, check_real
+from .engine._validation import (
+    blank_labels,
+    check_class_labels,
+    check_finite_named,
+    check_real,
+)
 from .estimators._constraints import ParameterError
 from .exceptions import ArdselectError, DataError, LabelError
 from .numerics._criteria import CRITERIA
@@ -491,6 +496,13 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
         shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
         msg = (f"{len(missing)} sample(s) have no label ({shown}); give them one or drop them "
                "from the data first")
+        raise LabelError(msg)
+    blank = blank_labels(y.to_numpy())
+    if blank.any():
+        empty = [str(i) for i in ids[blank]]
+        shown = ", ".join(empty[:5]) + (", ..." if len(empty) > 5 else "")
+        msg = (f"{len(empty)} sample(s) have an empty label ({shown}); give them one or drop "
+               "them from the data first")
         raise LabelError(msg)
     check_class_labels(y)  # continuous numbers, a class per sample, single-sample classes
     y = y.astype(str).to_numpy()

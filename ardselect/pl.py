@@ -8,14 +8,16 @@ of ardselect works without it.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
 from .io import atomic_write
 
 __all__ = [
-    "LOO_PROB_FLOOR", "calibration", "certainty", "frontier", "inclusion", "path",
-    "require_matplotlib", "save_png", "weights",
+    "LOO_PROB_FLOOR", "calibration", "certainty", "class_colours", "class_order", "frontier",
+    "inclusion", "path", "require_matplotlib", "save_png", "weights",
 ]
 
 #: ``action`` of the pruning tail's deletions in a path table.
@@ -41,6 +43,44 @@ def save_png(fig, path) -> None:
     """
     with atomic_write(path, "wb") as fh:
         fig.savefig(fh, format="png", dpi=100, metadata={"Software": None})
+
+
+def class_order(classes) -> list[str]:
+    """The classes as strings, in the order figures and reports show them: natural order.
+
+    Runs of digits compare as numbers, so clusters ``'0'`` .. ``'10'`` come as 0, 1, 2, ..., 10
+    (not 0, 1, 10, 2, the order of ``np.unique``) and ``'c2'`` before ``'c10'``; the rest is
+    compared as text. A model's ``classes_`` keep scikit-learn's order: only the display changes.
+
+    Examples
+    --------
+    >>> class_order(["0", "1", "10", "2"]), class_order(["c10", "B", "c2", "A"])
+    (['0', '1', '2', '10'], ['A', 'B', 'c2', 'c10'])
+    """
+    def key(name: str):
+        parts = re.split(r"(\d+)", name)
+        return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts if p != ""]
+
+    names = list(dict.fromkeys(str(c) for c in classes))
+    return sorted(names, key=key)
+
+
+def class_colours(n: int) -> list:
+    """``n`` distinct colours for classes: matplotlib's ten (``C0`` ..), then tab20, then more.
+
+    Up to 10 classes the default cycle; up to 20 tab20 (its dark shades first); up to 60 tab20,
+    tab20b and tab20c; beyond, evenly spaced hues of ``gist_rainbow``.
+    """
+    if n <= 10:
+        return [f"C{i}" for i in range(n)]
+    from matplotlib import colormaps
+
+    if n <= 20:
+        tab = colormaps["tab20"].colors
+        return [tab[i] for i in (*range(0, 20, 2), *range(1, 20, 2))][:n]
+    if n <= 60:
+        return [c for name in ("tab20", "tab20b", "tab20c") for c in colormaps[name].colors][:n]
+    return [colormaps["gist_rainbow"](x) for x in np.linspace(0.0, 1.0, n)]
 
 
 _PATH_PANELS = (
@@ -92,7 +132,8 @@ def path(path_table: pd.DataFrame, *, title: str | None = None, fig=None):
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    classes = list(dict.fromkeys(path_table["class"].astype(str)))
+    classes = class_order(path_table["class"].astype(str))
+    colours = class_colours(len(classes))
     multi = len(classes) > 1
     legend_rows = -(-len(classes) // 3) if multi else 0
     if fig is None:
@@ -103,7 +144,7 @@ def path(path_table: pd.DataFrame, *, title: str | None = None, fig=None):
     for ax, (col, label) in zip(axes, _PATH_PANELS, strict=True):
         for i, cls in enumerate(classes):
             sub = path_table[path_table["class"].astype(str) == cls]
-            color = f"C{i % 10}"
+            color = colours[i]
             values = sub[col].to_numpy(dtype=float)
             if col == "loo_prob_error":
                 values = np.maximum(values, LOO_PROB_FLOOR)
@@ -151,13 +192,14 @@ def _per_class(ranked: pd.DataFrame):
     """``(table, name_col, classes)`` for the per-class panels of a ranked table.
 
     ``table`` is a copy with a ``class`` column (``""`` for a binary table), ``name_col`` the gene
-    name column (``gene`` or ``feature``), ``classes`` the first 12 classes in table order.
+    name column (``gene`` or ``feature``), ``classes`` the first 12 classes in
+    :func:`class_order`.
     """
     table = ranked.copy()
     if "class" not in table:
         table["class"] = ""
     name_col = "gene" if "gene" in table else "feature"
-    return table, name_col, list(dict.fromkeys(table["class"].astype(str)))[:12]
+    return table, name_col, class_order(table["class"].astype(str))[:12]
 
 
 def _grid(n_panels: int):
@@ -449,7 +491,8 @@ def frontier(cv_results: pd.DataFrame, *, title: str | None = None, fig=None):
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-    classes = list(dict.fromkeys(cv_results["class"].astype(str)))
+    classes = class_order(cv_results["class"].astype(str))
+    colours = class_colours(len(classes))
     multi = len(classes) > 1
     if fig is None:
         fig = Figure(figsize=(7.0, 6.2 + (0.25 * -(-len(classes) // 3) if multi else 0.0)),
@@ -460,7 +503,7 @@ def frontier(cv_results: pd.DataFrame, *, title: str | None = None, fig=None):
     for i, cls in enumerate(classes):
         sub = cv_results[cv_results["class"].astype(str) == cls].sort_values("n_genes")
         x = np.maximum(sub["n_genes"].to_numpy(float), 0.7)  # 0 genes at the left edge
-        color = f"C{i % 10}"
+        color = colours[i]
         for ax, col in zip(axes, ("cv_log_loss", "cv_error"), strict=True):
             y = sub[col].to_numpy(float)
             se = sub[f"{col}_se"].to_numpy(float)

@@ -1,4 +1,4 @@
-"""False alarms of the data-scale checks (``ardselect.DataScaleWarning``) on data of the right scale.
+"""False alarms of the data-scale checks (``ardselect.DataScaleWarning``, ``DataScaleError``) on data of the right scale.
 
 ``predict``: on each shared microarray set, ``--splits`` random 2/3 : 1/3 partitions; a model is
 fitted on the training part (the set's usual preprocessing, ``ARDClassifier()`` defaults, or
@@ -24,7 +24,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 import pandas as pd
 
-from ardselect import ARDClassifier
+from ardselect import ARDClassifier, DataScaleError
 from ardselect.model import DataScaleWarning, PortableModel, sample_scale_findings
 from ardselect.preprocessing import Preprocessor
 
@@ -48,9 +48,13 @@ def read(path: Path):
 
 
 def warns(model, frame) -> bool:
+    """Whether predicting ``frame`` warns (DataScaleWarning) or is refused (DataScaleError)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model.predict_proba(frame)
+        try:
+            model.predict_proba(frame)
+        except DataScaleError:
+            return True
     return any(issubclass(w.category, DataScaleWarning) for w in caught)
 
 

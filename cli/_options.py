@@ -367,6 +367,11 @@ def _usage_message(rule, details: dict, data: Path) -> str | None:
         key, role = details["key"], details["role"]
         avail = ", ".join(details["available"]) or "none"
         if role == "label key":
+            if details.get("transposed"):
+                return (f"label key {key!r} not found in {data.name}, and "
+                        f"{details['transposed']}: its genes look to be in rows and its samples "
+                        "in columns; read it with --genes-in-rows (labels in a row, or --labels "
+                        "FILE)")
             hint = "" if details["available"] else " (give labels with --labels FILE)"
             return f"label key {key!r} not found in {data.name}; available: {avail}{hint}"
         if role == "covariate":
@@ -425,8 +430,20 @@ def covariate_names(values) -> list[str] | None:
     return names
 
 
+def display_classes(values) -> list:
+    """The distinct ``values`` in the order figures and reports show classes.
+
+    :func:`ardselect.pl.class_order`: clusters ``'0'`` .. ``'10'`` as 0, 1, 2, ..., 10.
+    """
+    import ardselect
+
+    distinct = list(dict.fromkeys(values))
+    rank = {c: k for k, c in enumerate(ardselect.pl.class_order(distinct))}
+    return sorted(distinct, key=lambda v: rank[str(v)])
+
+
 def class_counts(labels) -> str:
     import pandas as pd
 
-    counts = pd.Series(labels).astype(str).value_counts(sort=False).sort_index()
-    return " / ".join(f"{k} {v}" for k, v in counts.items())
+    counts = pd.Series(labels).astype(str).value_counts(sort=False)
+    return " / ".join(f"{k} {counts[k]}" for k in display_classes(counts.index))

@@ -99,8 +99,10 @@ FIT_FIGURES = (
      "genes of low PIP says: one of these genes matters, the data do not say which."),
     ("certainty.png", "How sure the model is of each gene",
      "For the best-ranked genes (selected ones dark): the log Bayes factor of the gene in the "
-     "model against out of it. Dotted lines mark +-log 3 and +-log 20. On the right, the share "
-     "of fold models that hold the gene and the probability that its weight has the sign shown."),
+     "model against out of it, given the other selected genes. Dotted lines mark +-log 3 and "
+     "+-log 20. On the right, the share of the cross-validation's fold models that hold the gene, "
+     "and the sign of its weight (w>0 or w<0; for a gene outside the model, the sign its weight "
+     "would take)."),
 )
 
 _STYLE = """
@@ -315,9 +317,11 @@ def write_fit_report(folder: Path, sig, adata, *, data: Path, label_key: str,
     labels); the figures are read from ``folder``; ``command`` is the command line that
     reproduces the run.
     """
+    import pandas as pd
+
     import ardselect
 
-    from ._options import class_counts, data_shape
+    from ._options import class_counts, data_shape, display_classes
 
     est = sig.estimator.get_params()
     criterion = str(sig.criterion)
@@ -358,7 +362,7 @@ def write_fit_report(folder: Path, sig, adata, *, data: Path, label_key: str,
             f"one sample per {pseudo['donor']} and label: {int(pseudo['n_samples'])} samples "
             f"from {int(pseudo['n_cells'])} cells, counts summed from {pseudo['source']}, then "
             f"{pseudo['normalisation']}")))
-    for cls in problems:
+    for cls in display_classes(problems):
         block = ranked[ranked["class"] == cls]
         label = f"Model ({cls} vs rest)" if multi else "Model"
         items.append((label, _choice(frontier, cls, criterion, steps[cls],
@@ -366,6 +370,9 @@ def write_fit_report(folder: Path, sig, adata, *, data: Path, label_key: str,
 
     columns = [c for c in ranked.columns if c in FIT_COLUMNS and (multi or c != "class")]
     signature = ranked[ranked["selected"].astype(bool)]
+    if multi:  # the classes in display order, each best first
+        signature = pd.concat([signature[signature["class"] == c]
+                               for c in display_classes(signature["class"])] or [signature])
     body = ["<h2>Summary</h2>", _summary(items), "<h2>The signature</h2>"]
     if len(signature):
         body.append(f"<p>The {len(signature)} selected gene(s)"

@@ -42,6 +42,7 @@ from ._options import (
     class_counts,
     covariate_names,
     data_shape,
+    display_classes,
     input_errors,
     read_input,
     refuse_given,
@@ -487,7 +488,7 @@ def _spikeslab_summary(sig, adata, written: FitOutputs, show):
     )
     console.print(f"preprocessing: {sig.preprocessing.describe()}")
     shown = False
-    for cls in dict.fromkeys(ranked["class"]):
+    for cls in display_classes(ranked["class"]):
         block = ranked[ranked["class"] == cls]
         n_sel = int(block["selected"].sum())
         n_sets = int(sets.loc[sets["class"] == cls, "set"].nunique())
@@ -612,7 +613,7 @@ def _fit_summary(sig, adata, written: FitOutputs, show):
     _summary_header(console, sig, adata, written)
     shown = False
     frontier = sig.frontier
-    for cls in dict.fromkeys(ranked["class"]):
+    for cls in display_classes(ranked["class"]):
         block = ranked[ranked["class"] == cls]
         n_sel = int(block["selected"].sum())
         step = sig.chosen_step[cls]

@@ -64,6 +64,13 @@ def predict(
         typer.Option("--lazy", help="h5ad/zarr only: leave X on disk and read only the model's "
                      "genes, chunk by chunk (needs dask: the dask extra)."),
     ] = False,
+    allow_scale_mismatch: Annotated[
+        bool,
+        typer.Option("--allow-scale-mismatch",
+                     help="Predict data whose signs contradict the training data's (scaled "
+                     "values against unscaled ones, e.g. scanpy's pp.scale output against "
+                     "log-normalised values), with a warning instead of the error."),
+    ] = False,
     overwrite: OverwriteOpt = False,
     quiet: QuietOpt = False,
 ):
@@ -71,6 +78,8 @@ def predict(
 
     Genes are matched by name; data lacking any of the model's genes are refused with the list.
     The model's preprocessing (floor, cap, log, per-gene centring and scaling) is replayed exactly.
+    Data plainly of another kind than the training data (scaled against unscaled values) are
+    refused; data that look like another kind get a warning.
     """
     with handle_errors():
         import numpy as np
@@ -113,7 +122,8 @@ def predict(
             adata = ardselect.pseudobulk(adata, label_key, donor)
             info_line(f"pseudobulk: {adata.n_obs} samples from the cells of each {donor}"
                       + (f" and {label_key}" if label_key else ""), quiet=quiet)
-        proba = portable.predict_proba(adata).to_numpy()  # labelled columns, in classes order
+        proba = portable.predict_proba(  # labelled columns, in classes order
+            adata, allow_scale_mismatch=allow_scale_mismatch).to_numpy()
         classes = [str(c) for c in portable.classes]
         pred = np.asarray(classes, dtype=object)[np.argmax(proba, axis=1)]
         table = pd.DataFrame({"sample": adata.obs_names.astype(str)})

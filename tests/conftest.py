@@ -52,6 +52,25 @@ def make_adata(df: pd.DataFrame):
     return ad.AnnData(df[genes].to_numpy(dtype=np.float64), obs=obs, var=var)
 
 
+def scaled_and_log_cells(seed=0, n=60, n_genes=40):
+    """Cells: log-normalised values (non-negative) and the same scaled (mean 0, sd 1 per gene).
+
+    Returns ``(log, scaled, y)``: ``log`` as scanpy's ``normalize_total`` + ``log1p`` leave it,
+    ``scaled`` as its ``pp.scale`` leaves it (each gene mean 0, sd 1); classes A and B, with
+    markers of B. Each gene's mean is the same for every ``seed``: new cells of the same genes.
+    """
+    y = np.repeat(["A", "B"], n // 2)
+    lam = np.tile(np.random.default_rng(0).gamma(4.0, 1.0, size=n_genes), (n, 1))
+    rng = np.random.default_rng(seed)
+    lam[y == "B", :3] += 8.0
+    counts = rng.poisson(lam).astype(float)
+    log = np.log1p(counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0) * 1e3)
+    names = [f"g{j}" for j in range(n_genes)]
+    log = pd.DataFrame(log, columns=names, index=[f"c{i}" for i in range(n)])
+    scaled = (log - log.mean()) / log.std(ddof=0).replace(0.0, 1.0)
+    return log, scaled, y
+
+
 @pytest.fixture(scope="session")
 def expression():
     """Factory fixture: ``expression(n_samples=..., n_genes=..., n_classes=..., seed=...)``."""

@@ -439,6 +439,45 @@ def test_transposed_table_suggests_genes_in_rows(data, tmp_path):
     assert result.exit_code == 0, result.stderr
 
 
+def test_genes_in_rows_without_a_label_row_suggests_genes_in_rows(tmp_path):
+    # No label row to find: the hint comes from the table's shape, its row ids, or a label file
+    # whose samples are the table's columns.
+    import ardselect
+
+    rng = np.random.default_rng(0)
+    values = rng.gamma(2.0, 50.0, size=(120, 12)).round(2)
+    samples = [f"s{i:02d}" for i in range(12)]
+    for name, ids in (("ensembl.csv", [f"ENSG{i:011d}" for i in range(120)]),
+                      ("symbols.tsv", [f"GENE{i}" for i in range(120)])):
+        pd.DataFrame(values, index=pd.Index(ids, name="gene"), columns=samples).to_csv(
+            tmp_path / name, sep="\t" if name.endswith(".tsv") else ",")
+    reason = {"ensembl.csv": r"its row ids look like gene ids \(ENSG00000000000, ",
+              "symbols.tsv": r"it has 120 rows and only 12 numeric columns"}
+    for name, why in reason.items():
+        for command in ("fit", "evaluate"):
+            result = run(command, tmp_path / name, "-o", tmp_path / "r")
+            assert_one_line_error(result, 2, rf"label key 'label' not found in {name}, and {why}"
+                                             r".*: its genes look to be in rows and its samples in "
+                                             r"columns; read it with --genes-in-rows")
+            assert not (tmp_path / "r").exists()
+        with pytest.raises(ardselect.LabelError, match=rf"{why}.*genes_in_rows=True") as caught:
+            ardselect.io.ExpressionData.read(tmp_path / name, "label")
+        assert caught.value.rule == "obs_column"
+    labels = pd.DataFrame({"sample": samples, "label": ["a", "b"] * 6})
+    labels.to_csv(tmp_path / "labels.csv", index=False)
+    result = run("fit", tmp_path / "ensembl.csv", "--labels", tmp_path / "labels.csv",
+                 "-o", tmp_path / "r")
+    assert_one_line_error(result, 1, r"the samples of labels\.csv are columns of ensembl\.csv, not "
+                                     r"rows: .* read it with --genes-in-rows")
+    # A table with its samples in rows and no label column keeps the plain message.
+    wide = pd.DataFrame(values.T, index=pd.Index(samples, name="sample"),
+                        columns=[f"G{i}" for i in range(120)])
+    wide.to_csv(tmp_path / "wide.csv")
+    result = run("fit", tmp_path / "wide.csv", "-o", tmp_path / "r")
+    assert_one_line_error(result, 2, r"label key 'label' not found in wide\.csv; available: none "
+                                     r"\(give labels with --labels FILE\)$")
+
+
 # ------------------------------------------------------------------------------ bad input
 
 
@@ -509,6 +548,20 @@ def test_samples_without_label_are_named(expression, tmp_path):
     result = run("evaluate", tmp_path / "t.csv", "-o", tmp_path / "r", "--splits", "1")
     assert_one_line_error(result, 1, r"2 sample\(s\) have no label in 'label' \(s02, s05\)")
     assert "adata" not in result.stderr
+
+
+def test_samples_with_empty_labels_are_named(expression, tmp_path):
+    # Whitespace is no class: refused by name, not fitted as a class nor counted as the rest.
+    df = expression(n_samples=10, n_genes=4).astype({"label": object})
+    df.loc[[2, 5], "label"] = " "
+    df.to_csv(tmp_path / "t.csv", index=False)
+    positive = str(df.loc[0, "label"])
+    result = run("fit", tmp_path / "t.csv", "--positive", positive, "-o", tmp_path / "r")
+    assert_one_line_error(result, 1, r"2 sample\(s\) have an empty label in 'label' \(s02, s05\)")
+    assert not (tmp_path / "r").exists()
+    result = run("evaluate", tmp_path / "t.csv", "-o", tmp_path / "r", "--splits", "1")
+    assert_one_line_error(result, 1, r"2 sample\(s\) have an empty label in 'label' \(s02, s05\)")
+    assert not (tmp_path / "r").exists()
 
 
 def test_duplicated_genes(expression, tmp_path):
@@ -1328,3 +1381,27 @@ def test_a_description_column_does_not_name_genes_in_gmt_and_rnk(adata_factory, 
     rnk = pd.read_csv(out / "genes.rnk", sep="\t", header=None)
     assert len(rnk) == 20  # one row per gene: no description collapsed them
     assert set(rnk[0]) == set(adata.var_names)
+
+
+@pytest.mark.parametrize("command", ["fit", "evaluate", "predict"])
+def test_a_directory_is_called_a_directory(fitted, command, tmp_path):
+    # Only a .zarr store is a directory that holds data; other directories are named as such,
+    # not as files of unknown format.
+    folder = tmp_path / "some_dir"
+    folder.mkdir()
+    _, out, _ = fitted
+    args = {"fit": ["fit", folder, "-o", tmp_path / "r"],
+            "evaluate": ["evaluate", folder, "--splits", "1", "-o", tmp_path / "r"],
+            "predict": ["predict", out / "model.json", folder, "-o", tmp_path / "p.tsv"]}[command]
+    result = run(*args)
+    assert_one_line_error(result, 1, r"some_dir is a directory, not a file$")
+    assert not (tmp_path / "r").exists()
+    assert not (tmp_path / "p.tsv").exists()
+    with pytest.raises(ardselect.FileFormatError, match="is a directory, not a file"):
+        ardselect.io.ExpressionData.check_source(folder)
+
+
+def test_class_counts_list_clusters_in_number_order():
+    labels = [str(i % 11) for i in range(33)]
+    assert options.class_counts(labels) == " / ".join(f"{i} 3" for i in range(11))
+    assert options.display_classes(["b", "10", "2", "a"]) == ["2", "10", "a", "b"]

@@ -40,7 +40,8 @@ def _cells(seed=0):
     return ad.AnnData(counts, obs=obs, var=var)
 
 
-def _layout(raw: str = "none", *, layers: bool = True, nan_labels: bool = False):
+def _layout(raw: str = "none", *, layers: bool = True, nan_labels: bool = False,
+            blank_labels: bool = False):
     """X: log1p of the HVG counts; layer "counts"; raw with the same, more or fewer genes."""
     cells = _cells()
     full = ad.AnnData(np.log1p(cells.X), obs=cells.obs, var=cells.var)
@@ -56,6 +57,10 @@ def _layout(raw: str = "none", *, layers: bool = True, nan_labels: bool = False)
     if nan_labels:
         adata.obs["label"] = adata.obs["label"].astype(object)
         adata.obs.loc[["c03", "c10"], "label"] = None
+    if blank_labels:  # text that names no class: empty, and whitespace only
+        adata.obs["label"] = adata.obs["label"].astype(object)
+        adata.obs.loc["c03", "label"] = ""
+        adata.obs.loc["c10", "label"] = "  "
     return adata
 
 
@@ -100,6 +105,12 @@ CASES = [
                   r"them from the data$"),
          predict=("X only", ("--label-key", "label"), 1,
                   r"2 sample\(s\) have no label in 'label' \(c03, c10\)")),
+    Case("empty labels", {"blank_labels": True}, {},
+         refusal=(LabelError, "empty_labels", 1,
+                  r"2 sample\(s\) have an empty label in 'label' \(c03, c10\); give them one or "
+                  r"drop them from the data$"),
+         predict=("X only", ("--label-key", "label"), 1,
+                  r"2 sample\(s\) have an empty label in 'label' \(c03, c10\)")),
     Case("unknown layer", {"layers": False}, {"layer": "counts"},
          refusal=(DataError, "layer", 2, r"--layer counts: d\.h5ad has no layer 'counts'; its "
                                          r"layers: none$"),

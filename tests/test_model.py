@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 from scipy.stats import norm
 
-from ardselect import DataError, FileFormatError, ModelError
+from ardselect import DataError, DataScaleError, FileFormatError, ModelError
 from ardselect.model import DataScaleWarning, PortableModel, load_model
 from ardselect.preprocessing import Preprocessor
+from conftest import scaled_and_log_cells
 
 # ------------------------------------------------------------------------------ portable model
 
@@ -427,16 +428,70 @@ def test_the_scale_check_warns_on_each_planted_mismatch_and_not_on_held_out_data
         "log vs z-scored": (log_model, _z_scored(log2_te), "training standard deviations"),
     }
     for case, (model, test, pattern) in planted.items():
+        # (z-scores against log values: their signs contradict the training data's; refused
+        # unless allowed, then warned about)
         with pytest.warns(DataScaleWarning, match=pattern):
-            model.predict(test)
+            model.predict(test, allow_scale_mismatch=True)
         with pytest.warns(DataScaleWarning, match=pattern):  # one sample is enough
-            model.predict(test.iloc[:1])
+            model.predict(test.iloc[:1], allow_scale_mismatch=True)
         assert case
+    with pytest.raises(DataScaleError, match=r"\d+% of their values here are negative"):
+        log_model.predict(_z_scored(log2_te))
     # Counts given as log1p counts to a model fitted on counts.
     model, counts, y = _counts_model()
     _quiet(model, counts)
     with pytest.warns(DataScaleWarning, match="fitted on whole numbers"):
         model.predict(np.log1p(counts))
+
+
+@pytest.fixture(scope="module")
+def cell_models():
+    """Models fitted on the scaled and on the log-normalised cells, and the cells."""
+    from ardselect import ARDClassifier
+
+    log, scaled, y = scaled_and_log_cells()
+    models = []
+    for frame in (scaled, log):
+        pre = Preprocessor(log="none").fit(frame)
+        est = ARDClassifier(criterion="loo").fit(pre.transform(frame), y)
+        models.append(PortableModel.from_estimator(est, pre, list(frame.columns),
+                                                   list(est.classes_)))
+    return (*models, log, scaled, y)
+
+
+def test_scaled_and_unscaled_values_are_refused_each_for_the_other(cell_models):
+    on_scaled, on_log, log, scaled, y = cell_models
+    # The layout of the fit: no warning, right answers (new cells of the same kind too).
+    new_log, new_scaled, new_y = scaled_and_log_cells(seed=1)
+    for model, frame, labels in ((on_scaled, scaled, y), (on_log, log, y),
+                                 (on_log, new_log, new_y)):
+        assert (_quiet(model, frame) == labels).mean() > 0.9
+    _quiet(on_scaled, scaled[y == "B"])  # one class alone
+    # scanpy's pp.scale output against log-normalised values: refused, naming the layouts.
+    with pytest.raises(DataScaleError, match=r"genes held centred values in training \(negative "
+                       r"values, means near 0: scaled data such as scanpy's pp\.scale output\) "
+                       r"but hold no negative value here .*allow_scale_mismatch=True"):
+        on_scaled.predict(log)
+    with pytest.raises(DataScaleError, match=r"held no negative value in training .* \d+% of "
+                       r"their values here are negative \(scaled or centred data\)"):
+        on_log.predict_proba(new_scaled)
+    with pytest.raises(DataScaleError):
+        on_scaled.predict_log_proba(log.iloc[:10])  # ten cells are enough
+    # Allowed: predicted, and still said.
+    with pytest.warns(DataScaleWarning, match="hold no negative value here"):
+        on_scaled.predict_proba(log, allow_scale_mismatch=True)
+
+
+def test_the_sign_rule_needs_enough_values(cell_models):
+    from ardselect.model import sign_finding
+
+    on_scaled, _, log, _, _ = cell_models
+    Z = log[on_scaled.features].to_numpy()
+    assert "no negative value" in sign_finding(Z, on_scaled.preprocessing)
+    assert sign_finding(Z[:2], on_scaled.preprocessing) == ""  # two cells say too little
+    pre = dict(on_scaled.preprocessing)
+    del pre["min"]  # a model written before the training range was kept
+    assert sign_finding(Z, pre) == ""
 
 
 def test_calibration_offset_is_read_checked_and_applied():

@@ -171,6 +171,8 @@ def test_genes_used_walks_wrappers():
     ("kwargs", "exc", "match"),
     [
         ({"y": ["a"] * 10}, LabelError, "single class"),
+        ({"y": ["a", "b", "", "b", "a", "b", "a", "  ", "a", "b"]}, LabelError,
+         r"2 sample\(s\) have an empty label \(2, 7\)"),
         ({"y": ["a", "b"] * 4}, DataError, "samples but y has"),
         ({"train_size": 10}, DataError, "train_size"),
         ({"train_size": 0.0}, DataError, "train_size"),

@@ -217,3 +217,34 @@ def test_inclusion_draws_each_set_with_its_probability():
     off = ranked.assign(pip=np.nan, credible_set=pd.array([None] * 5, dtype="Int64"))
     ax = pl.inclusion(off).axes[0]
     assert "certainty off" in ax.texts[0].get_text()
+
+
+def test_eleven_clusters_are_drawn_in_number_order_each_in_its_own_colour():
+    # louvain clusters '0'..'10' come from np.unique as 0, 1, 10, 2, ...; ten colours repeat.
+    from matplotlib.colors import to_hex
+
+    clusters = [str(c) for c in np.unique([str(i) for i in range(11)])]
+    assert clusters[:3] == ["0", "1", "10"]
+    assert pl.class_order(clusters) == [str(i) for i in range(11)]
+    assert pl.class_order(["c10", "B", "c2", "A", "b"]) == ["A", "B", "b", "c2", "c10"]
+    for n in (3, 11, 20, 25, 60, 75):
+        assert len({to_hex(c) for c in pl.class_colours(n)}) == n, n
+    assert pl.class_colours(3) == ["C0", "C1", "C2"]  # up to ten: the usual cycle
+    fig = pl.path(_path_table([0.3, 0.1, 0.01], classes=clusters))
+    curves = [ln for ln in fig.axes[0].get_lines() if ln.get_label() in clusters]
+    assert [ln.get_label() for ln in curves] == [str(i) for i in range(11)]
+    assert len({to_hex(ln.get_color()) for ln in curves}) == 11
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == [str(i) for i in range(11)]
+    front = pd.DataFrame([{"class": c, "n_genes": n, "cv_log_loss": 0.5, "cv_log_loss_se": 0.1,
+                           "cv_error": 0.2, "cv_error_se": 0.1, "chosen": n == 1,
+                           "one_se": n == 1} for c in clusters for n in (0, 1)])
+    fig = pl.frontier(front)
+    curves = [ln for ln in fig.axes[0].get_lines() if ln.get_label() in clusters]
+    assert [ln.get_label() for ln in curves] == [str(i) for i in range(11)]
+    assert len({to_hex(ln.get_color()) for ln in curves}) == 11
+    ranked = pd.DataFrame([{"class": c, "rank": 1, "gene": f"g{c}", "selected": True,
+                            "log_bf_conditional": 3.0, "cv_frequency": 1.0, "weight": 1.0,
+                            "weight_sd": 0.1} for c in clusters])
+    titles = [ax.get_title() for ax in pl.certainty(ranked).axes if ax.get_title()]
+    assert titles == [f"{i} vs rest" for i in range(11)]

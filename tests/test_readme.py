@@ -83,3 +83,13 @@ def test_readme_installs_from_a_clone_not_from_an_index():
     install = section("Install")
     assert "pip install '.[plot]'" in install
     assert "pip install 'ardselect[plot]'" not in README.read_text()
+
+
+def test_the_scikit_learn_range_is_the_one_pyproject_requires():
+    # One range everywhere: pyproject's pin, said as ">= LOW and < HIGH".
+    pin = re.search(r'"scikit-learn>=([\d.]+),<([\d.]+)"', (ROOT / "pyproject.toml").read_text())
+    said = f"scikit-learn >= {pin.group(1)} and < {pin.group(2)}"
+    for page in (README, ROOT / "docs" / "getting-started.md"):
+        text = " ".join(page.read_text().split())
+        assert said in text, page.name
+        assert len(re.findall(r"scikit-learn [(>=]", text)) == 1, page.name

@@ -364,3 +364,28 @@ def _without_times(content: bytes) -> bytes:
         return content
     return b"\n".join(b"\t".join(c for i, c in enumerate(line.split(b"\t")) if i not in timed)
                       for line in lines)
+
+
+def test_certainty_caption_says_what_the_figure_shows():
+    # The right-hand labels of certainty.png are the share of fold models and the weight's sign
+    # (w>0 / w<0), not a probability of the sign.
+    import numpy as np
+    import pandas as pd
+    from ardselect_cli._report import FIT_FIGURES
+
+    import ardselect
+
+    caption = dict((name, text) for name, _, text in FIT_FIGURES)["certainty.png"]
+    assert "probability that its weight" not in caption
+    assert "share of the cross-validation's fold models that hold the gene" in caption
+    assert "the sign of its weight (w>0 or w<0" in caption
+    ranked = pd.DataFrame({"rank": [1, 2, 3], "gene": ["a", "b", "c"],
+                           "selected": [True, True, False],
+                           "log_bf_conditional": [4.0, 2.0, -1.0],
+                           "cv_frequency": [1.0, 0.6, 0.2], "weight": [0.8, -0.5, 0.0],
+                           "weight_sd": [0.2, 0.2, np.nan], "z": [4.0, -2.5, 0.7]})
+    fig = ardselect.pl.certainty(ranked)
+    right = fig.axes[-1]
+    labels = [t.get_text().strip() for t in right.get_yticklabels()]
+    assert labels == ["100%  w>0", "60%  w<0", "20%  w>0"]
+    assert right.get_ylabel() == "share of CV fold models;  sign of the weight"

@@ -25,13 +25,16 @@ import numpy as np
 import pandas as pd
 
 from ..engine._design import as_design, is_matrix
+from ..engine._validation import blank_labels
 from ..exceptions import DataError, FileFormatError, LabelError
+from ._files import detect_format
 from ._input_rules import (
     check_layer,
     check_layer_and_raw,
     check_var_in_raw,
     refusal,
     require_obs,
+    transposed_table,
 )
 
 __all__ = [
@@ -162,7 +165,8 @@ class ExpressionData:
       ``layer`` and ``use_raw`` exclude each other and apply to AnnData (``.h5ad``, ``.zarr``)
       only. No reader puts a layer in place of ``X``: the layer read is the layer recorded.
     * The labels come from the ``obs`` column ``label_key``; a sample without a label (missing,
-      NaN) is refused by name. ``label_key=None`` reads unlabelled data (to predict).
+      NaN, or empty or whitespace-only text) is refused by name. ``label_key=None`` reads
+      unlabelled data (to predict).
     * ``groups`` and each covariate name an ``obs`` column; a covariate is not the label.
     * ``symbol_key`` names a ``var`` column; by default the first text column of
       :data:`SYMBOL_KEYS`.
@@ -276,8 +280,11 @@ class ExpressionData:
 
         Raises
         ------
+        MissingFileError
+            No such file.
         FileFormatError
-            ``layer`` or ``use_raw`` for a table (rule ``"anndata_only"``).
+            A directory that is not a ``.zarr`` store, or ``layer`` or ``use_raw`` for a table
+            (rule ``"anndata_only"``).
         ValueError
             Both given (rule ``"layer_and_raw"``), or ``use_raw`` with ``lazy``
             (``"lazy_raw"``).
@@ -285,10 +292,10 @@ class ExpressionData:
             No such layer in the store (rule ``"layer"``; ``details``: the layer and the
             store's layers).
         """
-        from ._files import detect_format
+        from ._files import require_file
         from ._readers import store_layers
 
-        path = Path(path)
+        path = require_file(path)  # missing, or a directory that is not a .zarr store
         fmt = detect_format(path)
         if (layer is not None or use_raw) and fmt not in ("h5ad", "zarr"):
             msg = f"layer and use_raw apply to .h5ad and .zarr input, not {fmt}"
@@ -336,6 +343,9 @@ class ExpressionData:
                              use_raw=use_raw, genes_in_rows=genes_in_rows,
                              gene_columns=gene_columns, drop=drop, covariates=covariates,
                              check_columns=check_columns, lazy=lazy)
+        if label_key is not None and label_key not in adata.obs.columns and not genes_in_rows \
+                and labels is None and detect_format(path) in ("csv", "tsv"):
+            _refuse_transposed(adata, label_key, Path(path).name)
         return cls.from_anndata(adata, label_key, layer=layer, use_raw=use_raw, groups=groups,
                                 symbol_key=symbol_key, covariates=covariates)
 
@@ -370,7 +380,7 @@ class ExpressionData:
         LabelError
             ``label_key``, ``groups`` or a covariate is not an ``obs`` column (rule
             ``"obs_column"``; the message lists them), or samples have no label (rule
-            ``"missing_labels"``; the message names them).
+            ``"missing_labels"``) or an empty one (``"empty_labels"``; the message names them).
         DataError
             No such layer (``"layer"``), ``use_raw`` without ``raw`` (``"no_raw"``) or with a
             ``raw`` lacking genes of ``var`` (``"raw_genes"``), no ``X`` (``"no_x"``), or no
@@ -441,7 +451,7 @@ class ExpressionData:
             ``gene_columns`` or ``drop`` for an AnnData or GCT file (rule ``"table_only"``), and the
             refusals of :meth:`ExpressionData.check_source` and :func:`ardselect.io.read_data`.
         """
-        from ._files import detect_format, require_file
+        from ._files import require_file
         from ._readers import _read_data
 
         path = require_file(path)
@@ -458,17 +468,25 @@ class ExpressionData:
 
     @staticmethod
     def labels_of(adata, label_key: str) -> np.ndarray:
-        """The labels of ``obs[label_key]``, every sample holding one (rule ``"missing_labels"``)."""
+        """The labels of ``obs[label_key]``, every sample holding one.
+
+        A missing label (None, NaN) is refused by rule ``"missing_labels"``, an empty or
+        whitespace-only text label by rule ``"empty_labels"``; both name the samples.
+        """
         require_obs(adata, label_key, "label key")
         values = adata.obs[label_key].to_numpy()
-        absent = pd.isna(pd.Series(values, dtype=object)).to_numpy()
-        if absent.any():
-            missing = adata.obs_names[absent].astype(str)
-            shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
-            msg = (f"{len(missing)} sample(s) have no label in {label_key!r} ({shown}); give "
-                   "them one or drop them from the data")
-            raise refusal(LabelError, "missing_labels", msg, key=label_key,
-                           samples=[str(m) for m in missing])
+        series = pd.Series(values, dtype=object)
+        absent = pd.isna(series).to_numpy()
+        blank = blank_labels(series.to_numpy())
+        for mask, rule, what in ((absent, "missing_labels", "no label"),
+                                 (blank, "empty_labels", "an empty label")):
+            if mask.any():
+                samples = adata.obs_names[mask].astype(str)
+                shown = ", ".join(samples[:5]) + (", ..." if len(samples) > 5 else "")
+                msg = (f"{len(samples)} sample(s) have {what} in {label_key!r} ({shown}); give "
+                       "them one or drop them from the data")
+                raise refusal(LabelError, rule, msg, key=label_key,
+                              samples=[str(m) for m in samples])
         return values
 
     def notice_scaled_x(self) -> None:
@@ -495,6 +513,23 @@ class ExpressionData:
             "fitting X as given. scanpy's rank_genes_groups reads raw by default: pass "
             "use_raw=True (ardselect fit --use-raw) to fit raw instead.", ScaledXWarning,
             stacklevel=3)
+
+
+def _refuse_transposed(adata, label_key: str, name: str) -> None:
+    """A table without its label column that looks like genes in rows: say to read it so.
+
+    The refusal is the label key's (rule ``"obs_column"``), with the reason in ``details``
+    (``"transposed"``) and the hint in the message.
+    """
+    reason = transposed_table(adata)
+    if not reason:
+        return
+    names = [str(c) for c in adata.obs.columns]
+    msg = (f"label key {label_key!r} is not a column of {name}, and {reason}: its genes look to "
+           "be in rows and its samples in columns; read it with genes_in_rows=True "
+           "(--genes-in-rows), the labels in a row or a separate file")
+    raise refusal(LabelError, "obs_column", msg, role="label key", key=label_key,
+                  available=names, transposed=reason)
 
 
 def _covariates_to_obs(adata, names):

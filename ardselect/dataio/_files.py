@@ -7,9 +7,13 @@ command line (through :mod:`ardselect.io`, which exports them).
 from __future__ import annotations
 
 import contextlib
+import lzma
 import os
 import tempfile
+import zipfile
 from pathlib import Path
+
+import pandas as pd
 
 from ..exceptions import FileFormatError, MissingFileError
 
@@ -69,6 +73,20 @@ def detect_format(path) -> str:
     known = ", ".join(e for exts in FORMATS.values() for e in exts)
     msg = f"cannot tell the format of {_path(path).name} from its extension; known: {known}"
     raise FileFormatError(msg)
+
+
+def _read_csv(path: Path, **kwargs) -> pd.DataFrame:
+    """A CSV/TSV file (by its extension) as pandas reads it; an unreadable one is refused."""
+    fmt = detect_format(path)
+    sep = "," if fmt == "csv" else "\t"
+    try:
+        return pd.read_csv(path, sep=sep, **kwargs)
+    except (UnicodeDecodeError, pd.errors.ParserError, OSError, EOFError, ValueError,
+            lzma.LZMAError, zipfile.BadZipFile) as exc:  # (gzip and bz2 raise OSError)
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        msg = f"cannot read {path.name} as a {fmt.upper()} table: {reason}"
+        raise FileFormatError(msg) from None
+
 
 
 @contextlib.contextmanager

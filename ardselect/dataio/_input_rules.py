@@ -7,9 +7,12 @@ say it in its own terms. The door applies them; the readers check a layer by the
 
 from __future__ import annotations
 
+import re
+
 from ..exceptions import DataError, LabelError
 
-__all__ = ["check_layer", "check_layer_and_raw", "check_var_in_raw", "refusal", "require_obs"]
+__all__ = ["check_layer", "check_layer_and_raw", "check_var_in_raw", "refusal", "require_obs",
+           "transposed_table"]
 
 
 def refusal(kind: type, rule: str, msg: str, **details) -> Exception:
@@ -52,3 +55,28 @@ def require_obs(adata, key: str, what: str) -> None:
         avail = ", ".join(names) or "none"
         msg = f"{what} {key!r} is not an obs column; available: {avail}"
         raise refusal(LabelError, "obs_column", msg, role=what, key=key, available=names)
+
+
+#: Row ids that name genes, not samples: Ensembl gene or transcript ids, RefSeq accessions,
+#: Affymetrix and Illumina probe ids.
+_GENE_ID = re.compile(r"^(ENS[A-Z]*[GT]\d{5,}(\.\d+)?|[NX][MR]_\d+(\.\d+)?|\d+(_[a-z])?_at|"
+                      r"AFFX-.+|ILMN_\d+)$")
+#: A table read with samples in rows whose rows outnumber its numeric columns this many times
+#: looks like genes in rows (expression tables hold more genes than samples).
+TRANSPOSED_RATIO = 5
+
+
+def transposed_table(adata) -> str:
+    """Why a table read with samples in rows looks like genes in rows and samples in columns.
+
+    ``adata`` is the table as read (rows as ``obs``, numeric columns as ``var``). Returns the
+    reason for a message ("" when it does not look so): most row ids are gene or probe ids, or
+    the rows outnumber the numeric columns :data:`TRANSPOSED_RATIO` times or more.
+    """
+    rows = [str(r) for r in adata.obs_names]
+    genes = [r for r in rows if _GENE_ID.match(r)]
+    if rows and 2 * len(genes) > len(rows):
+        return f"its row ids look like gene ids ({', '.join(genes[:3])}, ...)"
+    if adata.n_vars and adata.n_obs >= TRANSPOSED_RATIO * adata.n_vars:
+        return f"it has {adata.n_obs} rows and only {adata.n_vars} numeric columns"
+    return ""

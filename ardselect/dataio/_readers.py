@@ -2,17 +2,15 @@
 
 ``.h5ad`` and ``.zarr`` stores (in memory or lazily, in row chunks), CSV/TSV tables (samples x
 genes with a label column, or genes x samples; annotation columns told apart from genes), the Broad
-GCT format with CLS labels, and label files. The public names are exported by
-:mod:`ardselect.io`; this module holds their bodies.
+GCT format (its CLS labels and other label files are read by :mod:`._label_files`). The public
+names are exported by :mod:`ardselect.io`; this module holds their bodies.
 """
 
 from __future__ import annotations
 
 import gzip
-import lzma
 import re
 import warnings
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,10 +18,16 @@ import numpy as np
 import pandas as pd
 
 from ..engine._design import as_design, dense
-from ..engine._validation import check_class_labels, check_clean_names, check_unique_names
+from ..engine._validation import (
+    blank_labels,
+    check_class_labels,
+    check_clean_names,
+    check_unique_names,
+)
 from ..exceptions import DataError, FileFormatError, LabelError
-from ._files import _HDF5_SIGNATURE, detect_format, require_file
+from ._files import _HDF5_SIGNATURE, _read_csv, detect_format, require_file
 from ._input_rules import check_layer
+from ._label_files import read_labels, refuse_samples_in_columns
 
 # --------------------------------------------------------------------------------------------
 # Readers
@@ -212,7 +216,8 @@ def split_gene_columns(
     if check and label_key is not None and label_key in adata.obs.columns:
         # Labels that cannot be classes (continuous numbers, one class per sample) are refused
         # as such first: every gene is trivially "one value within each class" of one sample.
-        check_class_labels(pd.Series(adata.obs[label_key].to_numpy()).dropna())
+        labels = pd.Series(adata.obs[label_key].to_numpy()).dropna()
+        check_class_labels(labels[~blank_labels(labels.to_numpy())])  # the door names the blanks
         codes = _label_codes(adata, label_key)
         if codes:
             shown = ", ".join(map(repr, codes[:5])) + (", ..." if len(codes) > 5 else "")
@@ -324,7 +329,12 @@ def _read_data(path, *, genes_in_rows, label_key, labels, layer, gene_columns, d
             adata = read_table(path, genes_in_rows=genes_in_rows, label_key=label_key)
     if labels is not None:
         key = label_key or "label"
-        table = read_labels(labels, adata.obs_names)
+        try:
+            table = read_labels(labels, adata.obs_names)
+        except LabelError:
+            if fmt in ("csv", "tsv") and not genes_in_rows:
+                refuse_samples_in_columns(adata, labels, path)
+            raise
         adata.obs[key] = table.to_numpy()
     if fmt in ("csv", "tsv"):
         adata = split_gene_columns(
@@ -522,18 +532,6 @@ def _read_h5ad(path, *, layer: str | None = None, layer_as_x: bool = True):
     _check_hdf5(path)
     adata = _as_numbers(_read_with(ad.read_h5ad, path, "h5ad (corrupted or truncated?)"), path)
     return _use_layer(adata, layer, path, layer_as_x=layer_as_x)
-
-
-def _read_csv(path: Path, **kwargs) -> pd.DataFrame:
-    fmt = detect_format(path)
-    sep = "," if fmt == "csv" else "\t"
-    try:
-        return pd.read_csv(path, sep=sep, **kwargs)
-    except (UnicodeDecodeError, pd.errors.ParserError, OSError, EOFError, ValueError,
-            lzma.LZMAError, zipfile.BadZipFile) as exc:  # (gzip and bz2 raise OSError)
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        msg = f"cannot read {path.name} as a {fmt.upper()} table: {reason}"
-        raise FileFormatError(msg) from None
 
 
 def _is_numeric(series: pd.Series) -> bool:
@@ -759,73 +757,3 @@ def read_gct(path):
     )
     obs = pd.DataFrame(index=pd.Index(samples))
     return ad.AnnData(X=values.to_numpy(dtype=np.float64).T, obs=obs, var=var)
-
-
-def read_cls(path) -> np.ndarray:
-    """Read a categorical Broad CLS label file; return one label per sample (as strings).
-
-    Line 1: ``n_samples n_classes 1``; line 2: ``# name1 name2 ...``; line 3: one label per
-    sample. Labels on line 3 may be the class names or any tokens (e.g. ``0 1``): as in the GSEA
-    documentation, the first distinct token maps to the first name on line 2, and so on.
-    """
-    path = require_file(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (UnicodeDecodeError, OSError) as exc:
-        msg = f"cannot read {path.name} as CLS: {exc}"
-        raise FileFormatError(msg) from None
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    if len(lines) < 3 or not lines[1].startswith("#"):
-        msg = f"{path.name} is not a categorical CLS file (expected 3 lines, the second starting '#')"
-        raise FileFormatError(msg)
-    try:
-        n_samples, n_classes = (int(v) for v in lines[0].split()[:2])
-    except ValueError:
-        msg = f"{path.name}: CLS line 1 must be 'n_samples n_classes 1'"
-        raise FileFormatError(msg) from None
-    names = lines[1].lstrip("#").split()
-    tokens = lines[2].split()
-    if len(tokens) != n_samples:
-        msg = f"{path.name}: CLS line 1 declares {n_samples} samples but line 3 has {len(tokens)} labels"
-        raise FileFormatError(msg)
-    distinct = list(dict.fromkeys(tokens))
-    if len(distinct) != n_classes or (names and len(names) != n_classes):
-        msg = (
-            f"{path.name}: CLS line 1 declares {n_classes} classes but the file has "
-            f"{len(names)} names and {len(distinct)} distinct labels"
-        )
-        raise FileFormatError(msg)
-    if set(tokens) <= set(names):
-        return np.array(tokens, dtype=object)
-    mapping = dict(zip(distinct, names, strict=True))
-    return np.array([mapping[t] for t in tokens], dtype=object)
-
-
-def read_labels(path, sample_names=None) -> pd.Series:
-    """Read sample labels from a CLS file or a two-column CSV/TSV (sample id, label).
-
-    A CLS file gives labels in sample order, so its length must match ``sample_names``. A table is
-    joined on the sample id; every sample in ``sample_names`` must have a label.
-    """
-    path = require_file(path)
-    if path.name.lower().endswith(".cls"):
-        values = read_cls(path)
-        if sample_names is not None and len(values) != len(sample_names):
-            msg = f"{path.name} has {len(values)} labels but the data have {len(sample_names)} samples"
-            raise LabelError(msg)
-        index = sample_names if sample_names is not None else range(len(values))
-        return pd.Series(values, index=pd.Index(index), name="label")
-    df = _read_csv(path, dtype=str)
-    if df.shape[1] < 2:
-        msg = f"{path.name}: a label table needs a sample id column and a label column"
-        raise FileFormatError(msg)
-    series = pd.Series(df.iloc[:, 1].to_numpy(), index=pd.Index(df.iloc[:, 0].astype(str)))
-    check_unique_names(series.index, "sample")
-    if sample_names is None:
-        return series
-    missing = pd.Index(sample_names).difference(series.index)
-    if len(missing):
-        shown = ", ".join(map(str, missing[:5])) + (", ..." if len(missing) > 5 else "")
-        msg = f"{path.name} has no label for {len(missing)} sample(s): {shown}"
-        raise LabelError(msg)
-    return series.reindex(pd.Index(sample_names).astype(str))

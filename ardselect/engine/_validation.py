@@ -13,6 +13,7 @@ from ..exceptions import DataError, LabelError
 from ._design import as_design, dense, is_matrix
 
 __all__ = [
+    "blank_labels",
     "check_binary_labels",
     "check_design",
     "check_regression_target",
@@ -141,6 +142,13 @@ def check_binary_labels(y, n_samples: int, *, stacklevel: int = 3):
     if y.dtype.kind == "O" and any(v is None or (isinstance(v, float) and np.isnan(v)) for v in y):
         msg = "y contains missing labels (None or NaN)."
         raise LabelError(msg)
+    blank = blank_labels(y)
+    if blank.any():
+        where = ", ".join(str(i) for i in np.flatnonzero(blank)[:5]) + \
+            (", ..." if blank.sum() > 5 else "")
+        msg = (f"y contains {int(blank.sum())} empty label(s) ('' or whitespace only), at "
+               f"position(s) {where}; give those samples a class or drop them.")
+        raise LabelError(msg)
     if y.dtype.kind == "f" and np.any(y != np.round(y)):
         msg = (
             "y holds continuous values; ardselect classifiers need class labels "
@@ -205,6 +213,15 @@ def _target_vector(y, n_samples: int, *, error, noun: str, stacklevel: int) -> n
                "to one.")
         raise error(msg)
     return y
+
+
+def blank_labels(values) -> np.ndarray:
+    """Boolean mask of the labels that are empty or whitespace-only text (no class)."""
+    values = np.asarray(values)
+    if values.dtype.kind not in "OUS":
+        return np.zeros(values.shape, dtype=bool)
+    return np.fromiter((isinstance(v, (str, bytes, np.str_, np.bytes_)) and not v.strip()
+                        for v in values.ravel()), dtype=bool, count=values.size).reshape(values.shape)
 
 
 def check_unique_names(names, what: str = "gene") -> None:
