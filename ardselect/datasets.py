@@ -30,12 +30,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ._choices import EXAMPLES
 from .exceptions import FileFormatError
 
 __all__ = ["EXAMPLES", "LEUKAEMIA_SHA256", "leukaemia", "leukemia"]
 
 #: Names accepted by ``ardselect example NAME`` (and by :func:`load_example`).
-EXAMPLES = ("leukaemia",)
 
 #: sha256 of each bundled leukaemia file, checked by the tests (and by ``leukaemia(verify=True)``).
 LEUKAEMIA_SHA256 = {

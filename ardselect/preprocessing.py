@@ -19,6 +19,7 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 
+from ._choices import LOG_CHOICES
 from .engine._design import as_design, by_rows, dense
 from .engine._lazy import combine_moments, moments
 from .engine._validation import check_design, check_sparse_values, nonfinite_message
@@ -27,8 +28,6 @@ from .exceptions import DataError
 
 __all__ = ["LOG_CHOICES", "Preprocessor", "auto_log"]
 
-#: Values of ``Preprocessor(log=...)``: ``auto`` picks ``log2`` or ``none`` from the data.
-LOG_CHOICES = ("auto", "none", "log2", "log10", "ln")
 
 
 #: ``log="auto"`` decides on the bulk of the genes, so that a minority of odd columns (a numeric
@@ -205,7 +204,7 @@ class Preprocessor(TransformerMixin, BaseEstimator):
     def __init__(
         self,
         *,
-        log: str = "auto",
+        log: str = LOG_CHOICES[0],
         pseudocount: float | None = None,
         floor: float | None = None,
         cap: float | None = None,

@@ -1,8 +1,7 @@
 """Options and input helpers shared by the commands.
 
-The library's choice tuples live in modules that import pandas and scikit-learn; the copies here keep
-``ardselect --help`` instant, and tests/test_cli.py checks they equal
-``ardselect.preprocessing.LOG_CHOICES`` and ``ardselect.datasets.EXAMPLES``.
+The choices and defaults come from ``ardselect._choices``, which the estimators and the
+preprocessor read too (and which imports nothing, so ``ardselect --help`` stays instant).
 """
 
 from __future__ import annotations
@@ -14,18 +13,20 @@ from typing import Annotated
 
 import typer
 
-from ardselect import CRITERIA
+from ardselect._choices import CRITERIA, CV_RULES, EXAMPLES, LOG_CHOICES, MULTICLASS
 
 from ._util import UsageError, check_input
-
-LOG_CHOICES = ("auto", "none", "log2", "log10", "ln")
-EXAMPLES = ("leukaemia",)
 
 Criterion = Enum("Criterion", {c.replace("-", "_"): c for c in CRITERIA}, type=str)
 LogChoice = Enum("LogChoice", {c: c for c in LOG_CHOICES}, type=str)
 Example = Enum("Example", {c: c for c in EXAMPLES}, type=str)
-Multiclass = Enum("Multiclass", {c: c for c in ("ovr", "shared")}, type=str)
-CvRule = Enum("CvRule", {c: c for c in ("min", "1se")}, type=str)
+Multiclass = Enum("Multiclass", {c: c for c in MULTICLASS}, type=str)
+CvRule = Enum("CvRule", {c: c for c in CV_RULES}, type=str)
+#: The defaults, as the estimators and the preprocessor have them (each tuple's first value).
+DEFAULT_CRITERION = Criterion(CRITERIA[0])
+DEFAULT_CV_RULE = CvRule(CV_RULES[0])
+DEFAULT_MULTICLASS = Multiclass(MULTICLASS[0])
+DEFAULT_LOG = LogChoice(LOG_CHOICES[0])
 #: ``fit --model``: a copy of ``ardselect.signature._signature.MODELS`` (checked in tests/test_cli_spikeslab.py).
 MODELS = ("ard", "spike-slab")
 Model = Enum("Model", {c.replace("-", "_"): c for c in MODELS}, type=str)
@@ -244,6 +245,35 @@ OverwriteOpt = Annotated[
 QuietOpt = Annotated[
     bool, typer.Option("--quiet", "-q", help="No summary and no progress display.")
 ]
+
+
+#: Options of the ARD model that ``--model spike-slab`` refuses when given, and why: the settings
+#: ``ARDClassifier`` has and ``SpikeSlabClassifier`` lacks (tests/test_cli_spikeslab.py checks
+#: it against the estimators), and the command line's own that only an ARD fit uses.
+ARD_ONLY = {
+    "criterion": ("--criterion", "it averages over gene sets instead of choosing one"),
+    "max_genes": ("--max-genes", "it averages over gene sets instead of choosing one"),
+    "cv_rule": ("--cv-rule", "it runs no inner cross-validation"),
+    "inclusion_penalty": ("--inclusion-penalty", "its prior on the number of genes is built in"),
+    "max_steps": ("--max-steps", "it has no path"),
+    "multiclass": ("--multiclass", "it fits each class against the rest"),
+    "seed": ("--seed", "it makes no random choice"),
+    "lazy": ("--lazy", "it holds the whole matrix in memory"),
+    "max_samples": ("--max-samples", "it fits every sample"),
+    "groups": ("--groups", "it runs no inner cross-validation"),
+    "n_jobs": ("--n-jobs", "it runs in one process"),
+    "covariates": ("--covariates", "it holds no covariates"),
+    "pseudobulk": ("--pseudobulk", "it runs no cross-validation over donors"),
+    "certainty": ("--no-certainty", "its inclusion probabilities are its fit"),
+}
+#: Of those, the ones ``evaluate`` refuses: its ``--seed``, ``--n-jobs`` and ``--groups`` are
+#: the partitions' and apply to either model.
+EVALUATE_ARD_ONLY = ("max_steps", "max_genes", "cv_rule", "multiclass", "covariates")
+
+
+def ard_only(*names) -> dict:
+    """The entries ``names`` of :data:`ARD_ONLY`."""
+    return {name: ARD_ONLY[name] for name in names}
 
 
 def refuse_given(ctx, options: dict, context: str) -> None:

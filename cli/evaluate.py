@@ -9,9 +9,12 @@ from typing import Annotated
 import typer
 
 from ._options import (
+    DEFAULT_CV_RULE,
+    DEFAULT_LOG,
+    DEFAULT_MULTICLASS,
+    EVALUATE_ARD_ONLY,
     CapOpt,
     CovariatesOpt,
-    CvRule,
     CvRuleOpt,
     DataArg,
     DropOpt,
@@ -21,12 +24,10 @@ from ._options import (
     LabelKeyOpt,
     LabelsOpt,
     LayerOpt,
-    LogChoice,
     LogOpt,
     MaxGenesOpt,
     MaxStepsOpt,
     Model,
-    Multiclass,
     MulticlassOpt,
     OverwriteOpt,
     PositiveOpt,
@@ -36,6 +37,7 @@ from ._options import (
     SeedOpt,
     StandardizeOpt,
     UseRawOpt,
+    ard_only,
     check_positive,
     check_source,
     covariate_names,
@@ -61,14 +63,6 @@ EVALUATE_FOLDER = ("splits.tsv", "summary.tsv", "predictions.tsv", "selection.ts
                    "calibration.tsv", "calibration.png", "report.html")
 #: The method name of ``--model spike-slab`` in the tables (ARD's is "ARD-EP").
 SPIKESLAB_METHOD = "SpikeSlab-EP"
-#: Options of the ARD model that ``evaluate --model spike-slab`` refuses when given, and why.
-ARD_ONLY = {
-    "max_steps": ("--max-steps", "it has no path"),
-    "max_genes": ("--max-genes", "it averages over gene sets instead of choosing one"),
-    "cv_rule": ("--cv-rule", "it runs no inner cross-validation"),
-    "multiclass": ("--multiclass", "it fits each class against the rest"),
-    "covariates": ("--covariates", "it holds no covariates"),
-}
 
 
 def evaluate(
@@ -97,7 +91,7 @@ def evaluate(
     labels: LabelsOpt = None,
     gene_columns: GeneColumnsOpt = None,
     drop: DropOpt = None,
-    log: LogOpt = LogChoice.auto,
+    log: LogOpt = DEFAULT_LOG,
     pseudocount: PseudocountOpt = None,
     floor: FloorOpt = None,
     cap: CapOpt = None,
@@ -144,9 +138,9 @@ def evaluate(
     ] = None,
     covariates: CovariatesOpt = None,
     pseudobulk: PseudobulkOpt = None,
-    multiclass: MulticlassOpt = Multiclass.ovr,
+    multiclass: MulticlassOpt = DEFAULT_MULTICLASS,
     max_genes: MaxGenesOpt = None,
-    cv_rule: CvRuleOpt = CvRule.min,
+    cv_rule: CvRuleOpt = DEFAULT_CV_RULE,
     n_jobs: Annotated[
         int, typer.Option("--n-jobs", "-j", help="Parallel workers (-1: all cores).")
     ] = -1,
@@ -180,7 +174,7 @@ def evaluate(
 
         spikeslab = model.value == "spike-slab"
         if spikeslab:
-            refuse_given(ctx, ARD_ONLY, "--model spike-slab")
+            refuse_given(ctx, ard_only(*EVALUATE_ARD_ONLY), "--model spike-slab")
         seed = seed_value(seed)
         _check_settings(splits, n_jobs, train_size)
         if out is not None:

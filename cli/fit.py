@@ -9,11 +9,14 @@ from typing import Annotated
 import typer
 
 from ._options import (
+    ARD_ONLY,
+    DEFAULT_CRITERION,
+    DEFAULT_CV_RULE,
+    DEFAULT_LOG,
+    DEFAULT_MULTICLASS,
     CapOpt,
     CovariatesOpt,
-    Criterion,
     CriterionOpt,
-    CvRule,
     CvRuleOpt,
     DataArg,
     DropOpt,
@@ -23,12 +26,10 @@ from ._options import (
     LabelKeyOpt,
     LabelsOpt,
     LayerOpt,
-    LogChoice,
     LogOpt,
     MaxGenesOpt,
     MaxStepsOpt,
     Model,
-    Multiclass,
     MulticlassOpt,
     OverwriteOpt,
     PositiveOpt,
@@ -79,23 +80,6 @@ GROUP_OUTPUTS = ("groups.tsv",)
 COVARIATE_OUTPUTS = ("covariates.tsv",)
 FIT_FOLDER = (*FIT_OUTPUTS, *FRONTIER_OUTPUTS, *GROUP_OUTPUTS, *COVARIATE_OUTPUTS,
               "credible_sets.tsv", "genes.rnk", "rnk", "rnk/*.rnk")
-#: Options of the ARD model that ``--model spike-slab`` refuses when given, and why.
-ARD_ONLY = {
-    "criterion": ("--criterion", "it averages over gene sets instead of choosing one"),
-    "max_genes": ("--max-genes", "it averages over gene sets instead of choosing one"),
-    "cv_rule": ("--cv-rule", "it runs no cross-validation"),
-    "inclusion_penalty": ("--inclusion-penalty", "its prior on the number of genes is built in"),
-    "max_steps": ("--max-steps", "it has no path"),
-    "multiclass": ("--multiclass", "it fits each class against the rest"),
-    "seed": ("--seed", "it makes no random choice"),
-    "lazy": ("--lazy", "it holds the whole matrix in memory"),
-    "max_samples": ("--max-samples", "it fits every sample"),
-    "groups": ("--groups", "it runs no cross-validation"),
-    "n_jobs": ("--n-jobs", "it runs in one process"),
-    "covariates": ("--covariates", "it holds no covariates"),
-    "pseudobulk": ("--pseudobulk", "it runs no cross-validation over donors"),
-    "certainty": ("--no-certainty", "its inclusion probabilities are its fit"),
-}
 
 def fit(
     ctx: typer.Context,
@@ -119,9 +103,9 @@ def fit(
             case_sensitive=False,
         ),
     ] = Model.ard,
-    criterion: CriterionOpt = Criterion.cv,
+    criterion: CriterionOpt = DEFAULT_CRITERION,
     max_genes: MaxGenesOpt = None,
-    cv_rule: CvRuleOpt = CvRule.min,
+    cv_rule: CvRuleOpt = DEFAULT_CV_RULE,
     positive: PositiveOpt = None,
     layer: LayerOpt = None,
     use_raw: UseRawOpt = False,
@@ -150,7 +134,7 @@ def fit(
             show_default=False,
         ),
     ] = None,
-    log: LogOpt = LogChoice.auto,
+    log: LogOpt = DEFAULT_LOG,
     pseudocount: PseudocountOpt = None,
     floor: FloorOpt = None,
     cap: CapOpt = None,
@@ -168,7 +152,7 @@ def fit(
                      "or 'bic' (log(samples)/2). With --criterion cv the number of genes is "
                      "chosen on held-out data; the penalty only shapes the path."),
     ] = "0",
-    multiclass: MulticlassOpt = Multiclass.ovr,
+    multiclass: MulticlassOpt = DEFAULT_MULTICLASS,
     groups: Annotated[
         str | None,
         typer.Option(

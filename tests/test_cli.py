@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -16,6 +17,8 @@ import pandas as pd
 import pytest
 from ardselect_cli import _options as options
 from ardselect_cli import main as cli
+from ardselect_cli.evaluate import evaluate as evaluate_command
+from ardselect_cli.fit import fit as fit_command
 from typer.testing import CliRunner
 
 import ardselect
@@ -95,10 +98,23 @@ def test_version():
     assert result.stdout.strip() == f"ardselect {ardselect.__version__}"
 
 
-def test_cli_constants_match_library():
-    assert options.LOG_CHOICES == ardselect.preprocessing.LOG_CHOICES
-    assert options.EXAMPLES == ardselect.datasets.EXAMPLES
+def test_cli_choices_and_defaults_are_the_library_s():
+    assert tuple(c.value for c in options.LogChoice) == ardselect.preprocessing.LOG_CHOICES
+    assert tuple(c.value for c in options.Example) == ardselect.datasets.EXAMPLES
     assert tuple(c.value for c in options.Criterion) == ardselect.CRITERIA
+    clf = ardselect.ARDClassifier()
+    assert options.DEFAULT_CRITERION.value == clf.criterion
+    assert options.DEFAULT_CV_RULE.value == clf.cv_rule
+    assert options.DEFAULT_MULTICLASS.value == clf.multiclass
+    assert options.DEFAULT_LOG.value == ardselect.preprocessing.Preprocessor().log
+    # Every choice the command line offers is one the estimator accepts, and no more.
+    for name, enum in (("cv_rule", options.CvRule), ("multiclass", options.Multiclass)):
+        assert {c.value for c in enum} == clf._constraints[name][0].options
+    # The defaults each command shows are those.
+    for command in (fit_command, evaluate_command):
+        params = inspect.signature(command).parameters
+        for name in ("cv_rule", "multiclass", "log"):
+            assert params[name].default is getattr(options, f"DEFAULT_{name.upper()}")
 
 
 def test_main_help_lists_every_criterion_and_the_default():
@@ -646,9 +662,10 @@ def test_progress_handler_follows_the_path(adata_factory):
                     criterion=criterion, **folds))
         finally:
             log.removeHandler(handler)
-        # One path per class, then (criterion="cv") one per class in every fold.
+        # One path per class, then (criterion="cv") one per class in every fold; the classes
+        # run in parallel threads (n_jobs=-1), so their paths finish in any order.
         per_class = [c for c in ("class0", "class1", "class2") for _ in range(per_fit)]
-        assert handler.labels == per_class * (1 + n_folds)
+        assert sorted(handler.labels) == sorted(per_class * (1 + n_folds))
         task = progress.tasks[-1]
         assert task.completed == n_paths - 1
         assert task.fields["step"].startswith("step ")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 
 import numpy as np
@@ -118,6 +119,18 @@ def test_unknown_model(table, tmp_path):
     result = run("fit", table, "--model", "lasso", "--out", tmp_path / "x")
     assert result.exit_code == 2
     assert "lasso" in result.stderr
+
+
+def test_the_refused_options_are_those_the_spike_and_slab_estimator_lacks():
+    ard = set(ardselect.ARDClassifier().get_params())
+    spikeslab = set(ardselect.SpikeSlabClassifier().get_params())
+    estimator_settings = {name for name in options.ARD_ONLY if name in ard}
+    assert estimator_settings.isdisjoint(spikeslab)
+    # Every estimator setting of ARD's that the spike-and-slab model lacks and the command line
+    # takes is refused (the rest are the command line's own: seed, lazy, groups, ...).
+    cli_params = set(inspect.signature(fit_module.fit).parameters)
+    assert (ard - spikeslab) & cli_params <= set(options.ARD_ONLY)
+    assert set(options.EVALUATE_ARD_ONLY) <= set(options.ARD_ONLY)
 
 
 def test_help_and_choices():

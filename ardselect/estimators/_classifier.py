@@ -11,6 +11,7 @@ import pandas as pd
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .._choices import CRITERIA, CV_RULES, MULTICLASS
 from ..engine._basis import make_basis
 from ..engine._design import as_design
 from ..engine._parallel import one_blas_thread, run_tasks
@@ -23,7 +24,7 @@ from ..engine._rows import (
 )
 from ..engine._validation import check_binary_labels, check_covariates, require_y
 from ..exceptions import DataError
-from ..numerics._criteria import CRITERIA, check_criterion, group_cavities
+from ..numerics._criteria import check_criterion, group_cavities
 from ..numerics._probit import moderated_latent, probit_log_proba
 from ._base import ConstantFeatureWarning, _ARDPathEstimator, _Chosen
 from ._binary_fit import check_steps, fit_problems
@@ -200,11 +201,11 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     True
     """
 
-    def __init__(self, *, criterion="cv", kernel="features", gamma="scale", degree=3,
+    def __init__(self, *, criterion=CRITERIA[0], kernel="features", gamma="scale", degree=3,
                  coef0=1.0, fit_intercept=True, init="auto", max_init="auto", max_steps=2000,
                  tol=1e-2, alpha_min=10.0, patience=20, inclusion_penalty=0.0,
-                 intercept_alpha=INTERCEPT_ALPHA, cv=5, cv_repeats=1, cv_rule="min",
-                 max_genes=None, multiclass="ovr", variance_scale_min=0.5, random_state=0,
+                 intercept_alpha=INTERCEPT_ALPHA, cv=5, cv_repeats=1, cv_rule=CV_RULES[0],
+                 max_genes=None, multiclass=MULTICLASS[0], variance_scale_min=0.5, random_state=0,
                  loo_prob_scale=50.0, damping=1.0, ep_tol="auto", ep_max_iter=200,
                  constant_features="warn", max_samples=None, n_jobs=-1, certainty=True):
         self.criterion = criterion
@@ -243,9 +244,9 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         "criterion": [Options(set(CRITERIA))],
         "cv": [Interval(Integral, 2, None, closed="left"), Options({"holdout"})],
         "cv_repeats": [Interval(Integral, 1, None, closed="left")],
-        "cv_rule": [Options({"min", "1se"})],
+        "cv_rule": [Options(set(CV_RULES))],
         "max_genes": [Interval(Integral, 1, None, closed="left"), None],
-        "multiclass": [Options({"ovr", "shared"})],
+        "multiclass": [Options(set(MULTICLASS))],
         "variance_scale_min": [Interval(Real, 0, 1, closed="both")],
         "random_state": ["random_state"],
         "init": [Options({"auto", "relevant", "single"}), Interval(Integral, 1, None, closed="left")],

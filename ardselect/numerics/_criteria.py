@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._choices import CRITERIA
+
 __all__ = ["CRITERIA", "PATH_CRITERIA", "check_criterion", "choose_step", "comparable_loo", "group_cavities",
            "joint_latent_cov"]
 
-#: The model-choice criteria, in the order the CLI lists them.
-CRITERIA = ("cv", "loo", "loo-prob", "evidence")
 
 #: The criteria that read the path records alone (the paper's).
 PATH_CRITERIA = ("loo", "loo-prob", "evidence")
