@@ -117,9 +117,10 @@ def neighbourhood(basis, selected, candidates, *, min_correlation, max_neighbour
     keep = np.zeros(basis.shape[1], dtype=bool)
     keep[selected] = True
     for j in range(selected.size):
-        r = np.where(candidates, R[:, j], -1.0)
-        order = np.argsort(-r, kind="stable")[:max_neighbours]
-        keep[order[r[order] >= min_correlation]] = True
+        # Only the candidates correlated enough can be kept: sorting them alone (stably) gives
+        # them in the order of the whole column's sort.
+        near = np.flatnonzero(candidates & (R[:, j] >= min_correlation))
+        keep[near[np.argsort(-R[near, j], kind="stable")[:max_neighbours]]] = True
     return np.flatnonzero(keep)
 
 
