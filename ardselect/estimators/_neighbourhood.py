@@ -236,6 +236,18 @@ def neighbourhood_certainty(Z, t, seeds, *, n_genes, intercept_alpha=0.01, cover
         R = np.abs(Zc.T @ Zc) / n
 
     top = int(np.argmax(np.where(use, w, -1.0)))  # the node of largest posterior weight
+    fits_without = {}  # (genes left out, node): the EP fit without them
+
+    def fit_without(members, g):
+        key = (frozenset(members), g)
+        if key not in fits_without:
+            f = fits[g]
+            keep = np.ones(m, dtype=bool)
+            keep[members] = False
+            fits_without[key] = ep(f.prior_inclusion, P[:, keep],
+                                   _Start(f.tau, f.nu, f.lam[keep], f.eta[keep]),
+                                   tol=max(tol, WITHOUT_TOL))
+        return fits_without[key]
 
     def without(members, *, single=False):
         """``log P(no gene of members in | t)`` and the others' PIPs given that none is in.
@@ -252,8 +264,7 @@ def neighbourhood_certainty(Z, t, seeds, *, n_genes, intercept_alpha=0.01, cover
             # answer moves by at most their weight, NODE_MIN_WEIGHT each.
             if not use[g] or w[g] < NODE_MIN_WEIGHT or (single and g != top):
                 continue
-            st = ep(f.prior_inclusion, P[:, keep],
-                    _Start(f.tau, f.nu, f.lam[keep], f.eta[keep]), tol=max(tol, WITHOUT_TOL))
+            st = fit_without(members, g)
             terms.append(log_w[g] + len(members) * np.log1p(-f.prior_inclusion)
                          + st.log_evidence - f.log_evidence)
             pips.append(st.pip)
