@@ -152,7 +152,8 @@ def _fit_nodes(P, icpt, nodes, *, intercept_alpha, tol, max_iter):
         p0 /= 4.0
     fits = []
     for p0 in nodes:
-        st = ep(p0, P, start)
+        # (a converged cold fit at the densest node is that node's fit)
+        st = first if not fits and first.converged else ep(p0, P, start)
         fits.append(st)
         start = st if st.converged else start
     return fits, ep
