@@ -18,11 +18,16 @@ placed among the other genes. The default ``ARDClassifier`` is fitted on each re
 Then the cost: the default fit of the bundled Golub data (``ardselect.datasets.leukaemia``, the
 preprocessing of ``./dev.sh demo``), with and without ``certainty``: CPU seconds of this process
 (one BLAS thread), the best of ``--repeats`` runs of each, alternated, after a warm-up fit; the
-ratio must stay <= 1.5.
+ratio must stay <= 1.5. ``--partitions K`` times instead ``K`` seeded stratified partitions of the
+Golub samples into 36 training samples (the preprocessing fitted on them): on each, the best of
+``--partition-repeats`` fits without and with certainty, alternated, and their ratio; the median
+of the ratios must stay <= 1.5. Beside each ratio, the certainty's own CPU seconds split into the spike-and-slab fits at
+the hyperprior's nodes and the fits without a credible set's genes.
 
     python benchmarks/certainty.py                 # 3 seeds x 10 replicates, then Golub timing
     python benchmarks/certainty.py --replicates 5  # quicker
     python benchmarks/certainty.py --repeats 0     # calibration only
+    python benchmarks/certainty.py --replicates 0 --repeats 0 --partitions 20   # cost only
 
 Standard errors (±) are bootstrap standard deviations, the replicates of a block resampled.
 """
@@ -167,6 +172,94 @@ def golub_timing(repeats):
     return out
 
 
+def golub_scaled():
+    """The bundled Golub data as counts (72 x 7129) and its labels (AML = 1)."""
+    from ardselect import datasets
+
+    ad = datasets.leukaemia()
+    return np.asarray(ad.X, dtype=np.float64), (ad.obs["label"] == "AML").to_numpy().astype(int)
+
+
+class _CostSplit:
+    """CPU seconds spent in the certainty, in its node fits and in its fits without a set's genes."""
+
+    def __init__(self):
+        import ardselect.estimators._neighbourhood as nb
+
+        self.nb = nb
+        self.seconds = {"certainty": 0.0, "nodes": 0.0, "ep": 0.0}
+        self.saved = (nb.fit_certainty, nb._fit_nodes, nb.run_spikeslab_ep)
+
+    def _timed(self, key, fn):
+        def run(*args, **kwargs):
+            t0 = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds[key] += time.process_time() - t0
+        return run
+
+    def __enter__(self):
+        import ardselect.estimators._classifier as cl
+
+        fit_certainty, fit_nodes, run_ep = self.saved
+        self.cl = cl
+        cl.fit_certainty = self._timed("certainty", fit_certainty)
+        self.nb._fit_nodes = self._timed("nodes", fit_nodes)
+        self.nb.run_spikeslab_ep = self._timed("ep", run_ep)
+        return self
+
+    def __exit__(self, *exc):
+        self.cl.fit_certainty, self.nb._fit_nodes, self.nb.run_spikeslab_ep = (
+            self.saved[0], self.saved[1], self.saved[2])
+
+
+def partition_timing(n_partitions, *, repeats=1, n_train=36, seed=0):
+    """Per partition: CPU seconds without and with certainty, and the certainty's own split."""
+    from sklearn.model_selection import StratifiedShuffleSplit
+
+    from ardselect import ARDClassifier
+    from ardselect.preprocessing import Preprocessor
+
+    X, y = golub_scaled()
+    split = StratifiedShuffleSplit(n_partitions, train_size=n_train, random_state=seed)
+    rows = []
+    for k, (train, _) in enumerate(split.split(X, y)):
+        Xtr = Preprocessor(floor=100, cap=16000, log="log10").fit_transform(X[train])
+        ytr = y[train]
+        if k == 0:
+            ARDClassifier().fit(Xtr, ytr)  # warm-up: the compiled loops
+        off = on = np.inf
+        for _ in range(repeats):
+            t0 = time.process_time()
+            ARDClassifier(certainty=False).fit(Xtr, ytr)
+            off = min(off, time.process_time() - t0)
+            with _CostSplit() as cost:
+                t0 = time.process_time()
+                ARDClassifier().fit(Xtr, ytr)
+                on = min(on, time.process_time() - t0)
+        sec = cost.seconds  # of the last fit with certainty
+        nodes = sec["nodes"]
+        rows.append((k, off, on, sec["certainty"], nodes, sec["ep"] - nodes))
+    return rows
+
+
+def print_partitions(rows):
+    print(f"Golub, {len(rows)} stratified partitions of 36 training samples (CPU seconds, one BLAS "
+          "thread, best of the repeats); certainty (of the last fit) = its spike-and-slab fits at "
+          "the nodes + the fits without a set's genes + the rest")
+    print("| partition | without certainty | with | ratio | certainty | nodes | without-set fits |")
+    print("|---|---|---|---|---|---|---|")
+    for k, off, on, cert, nodes, wo in rows:
+        print(f"| {k} | {off:.3f} | {on:.3f} | {on / off:.2f} | {cert:.3f} | {nodes:.3f} "
+              f"| {wo:.3f} |")
+    ratio = np.array([r[2] / r[1] for r in rows])
+    med = np.median(np.array(rows)[:, 1:], axis=0)
+    print(f"median ratio {np.median(ratio):.2f} (range {ratio.min():.2f}-{ratio.max():.2f}); "
+          f"medians: {med[0]:.3f} s without, {med[1]:.3f} s with, certainty {med[2]:.3f} s "
+          f"(nodes {med[3]:.3f} s, without-set fits {med[4]:.3f} s)")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3, help="independent seed blocks")
@@ -174,7 +267,24 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=100)
     ap.add_argument("--p", type=int, default=300)
     ap.add_argument("--repeats", type=int, default=5, help="timed Golub fits of each kind (0: no timing)")
+    ap.add_argument("--partitions", type=int, default=0,
+                    help="time this many stratified 36-sample Golub partitions (0: none)")
+    ap.add_argument("--partition-repeats", type=int, default=3,
+                    help="timed fits of each kind per partition (the best counts)")
     args = ap.parse_args(argv)
+    if args.partitions:
+        print_partitions(partition_timing(args.partitions, repeats=args.partition_repeats))
+    if args.replicates:
+        calibration(args)
+    if args.repeats == 0:
+        return
+    times = golub_timing(args.repeats)
+    print(f"Golub default fit: {times[False]:.2f} CPU s without certainty, {times[True]:.2f} CPU s "
+          f"with it: ratio {times[True] / times[False]:.2f}")
+
+
+def calibration(args):
+    """The planted-data tables (module docstring)."""
     t0 = time.perf_counter()
     print(f"planted data: n={args.n}, p={args.p}, 4 relevant genes with 0-5 near copies "
           f"(r 0.8-0.99); {args.replicates} replicates per seed block; bootstrap s.e. over "
@@ -206,11 +316,6 @@ def main(argv=None):
         for b, c, p, f in reliability(rows):
             print(f"| {b / N_BINS:.1f}-{(b + 1) / N_BINS:.1f} | {c} | {p:.3f} | {f:.3f} |")
     print(f"(planted data: {time.perf_counter() - t0:.0f} s)")
-    if args.repeats == 0:
-        return
-    times = golub_timing(args.repeats)
-    print(f"Golub default fit: {times[False]:.2f} CPU s without certainty, {times[True]:.2f} CPU s "
-          f"with it: ratio {times[True] / times[False]:.2f}")
 
 
 if __name__ == "__main__":

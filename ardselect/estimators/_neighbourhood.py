@@ -117,9 +117,10 @@ def neighbourhood(basis, selected, candidates, *, min_correlation, max_neighbour
     keep = np.zeros(basis.shape[1], dtype=bool)
     keep[selected] = True
     for j in range(selected.size):
-        r = np.where(candidates, R[:, j], -1.0)
-        order = np.argsort(-r, kind="stable")[:max_neighbours]
-        keep[order[r[order] >= min_correlation]] = True
+        # Only the candidates correlated enough can be kept: sorting them alone (stably) gives
+        # them in the order of the whole column's sort.
+        near = np.flatnonzero(candidates & (R[:, j] >= min_correlation))
+        keep[near[np.argsort(-R[near, j], kind="stable")[:max_neighbours]]] = True
     return np.flatnonzero(keep)
 
 
@@ -151,7 +152,8 @@ def _fit_nodes(P, icpt, nodes, *, intercept_alpha, tol, max_iter):
         p0 /= 4.0
     fits = []
     for p0 in nodes:
-        st = ep(p0, P, start)
+        # (a converged cold fit at the densest node is that node's fit)
+        st = first if not fits and first.converged else ep(p0, P, start)
         fits.append(st)
         start = st if st.converged else start
     return fits, ep
@@ -235,6 +237,18 @@ def neighbourhood_certainty(Z, t, seeds, *, n_genes, intercept_alpha=0.01, cover
         R = np.abs(Zc.T @ Zc) / n
 
     top = int(np.argmax(np.where(use, w, -1.0)))  # the node of largest posterior weight
+    fits_without = {}  # (genes left out, node): the EP fit without them
+
+    def fit_without(members, g):
+        key = (frozenset(members), g)
+        if key not in fits_without:
+            f = fits[g]
+            keep = np.ones(m, dtype=bool)
+            keep[members] = False
+            fits_without[key] = ep(f.prior_inclusion, P[:, keep],
+                                   _Start(f.tau, f.nu, f.lam[keep], f.eta[keep]),
+                                   tol=max(tol, WITHOUT_TOL))
+        return fits_without[key]
 
     def without(members, *, single=False):
         """``log P(no gene of members in | t)`` and the others' PIPs given that none is in.
@@ -251,8 +265,7 @@ def neighbourhood_certainty(Z, t, seeds, *, n_genes, intercept_alpha=0.01, cover
             # answer moves by at most their weight, NODE_MIN_WEIGHT each.
             if not use[g] or w[g] < NODE_MIN_WEIGHT or (single and g != top):
                 continue
-            st = ep(f.prior_inclusion, P[:, keep],
-                    _Start(f.tau, f.nu, f.lam[keep], f.eta[keep]), tol=max(tol, WITHOUT_TOL))
+            st = fit_without(members, g)
             terms.append(log_w[g] + len(members) * np.log1p(-f.prior_inclusion)
                          + st.log_evidence - f.log_evidence)
             pips.append(st.pip)

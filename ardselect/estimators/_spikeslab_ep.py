@@ -70,8 +70,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg.blas import dsyrk as _dsyrk
-from scipy.linalg.blas import dtrsm as _dtrsm
+from scipy.linalg.blas import dtrmm as _dtrmm
+from scipy.linalg.blas import dtrmv as _dtrmv
+from scipy.linalg.lapack import dtrtri as _dtrtri
 from scipy.special import expit, logsumexp
 
 from ..numerics._ep import LatentPosterior, _factor, _new_sites
@@ -184,10 +185,12 @@ class _Sweeper:
 
     In sample space (``d > n``) a sweep needs only the marginals, which :meth:`marginals` computes
     with direct BLAS calls on the transposed design (no ``d x d`` matrix and no copy of the
-    ``(n, d)`` design per sweep): ``K = Pt Pt^T`` by a symmetric rank-k update, ``B = I + S K S``
-    factored, and the weight variances from ``X = (S Pt)^T L^-T``, ``var = (1 - rowsum(X^2)) /
-    alpha``, the formulas of :class:`ardselect.numerics._ep.LatentPosterior`, which builds the final
-    posterior (and is the weight-space route).
+    ``(n, d)`` design per sweep): ``K = Pt Pt^T``, ``B = I + S K S`` factored, and the weight
+    variances from ``X = (S Pt)^T L^-T``, ``var = (1 - rowsum(X^2)) / alpha``, the formulas of
+    :class:`ardselect.numerics._ep.LatentPosterior`, which builds the final posterior (and is the
+    weight-space route). ``B >= I``, so its factor's inverse ``L^-1`` is bounded (norm at most 1):
+    the solves are products with it (``n x n``, inverted once per sweep), which BLAS runs faster
+    than triangular solves on these shapes.
     """
 
     def __init__(self, P, intercept_alpha, route):
@@ -197,7 +200,6 @@ class _Sweeper:
         self.route = route or ("weight" if self.d <= self.n else "sample")
         if self.route == "sample":
             self.PT = np.asfortranarray(P.T)  # (d, n)
-            self.eye = np.eye(self.n)
 
     def _prior(self, lam, eta):
         mu0 = eta / lam  # (p,)
@@ -219,24 +221,21 @@ class _Sweeper:
         if self.route != "sample":
             return self.posterior(tau, nu, lam, eta)
         alpha, mu0 = self._prior(lam, eta)
-        isa = 1.0 / np.sqrt(alpha)
-        PtT = self.PT * isa[:, None]  # (d, n), Fortran order
-        f0 = PtT.T @ (np.sqrt(alpha) * mu0)  # = P mu0
+        PtT = self.PT * (1.0 / np.sqrt(alpha))[:, None]  # (d, n), Fortran order
+        f0 = self.P @ mu0
         nu_s = nu - tau * f0  # sites of the shifted latent
-        K = _dsyrk(1.0, PtT, trans=1, lower=1)  # (n, n), lower triangle
-        K = K + np.tril(K, -1).T
+        K = PtT.T @ PtT  # (n, n)
         s = np.sqrt(tau)
         SK = s[:, None] * K
         B = SK * s
-        B += self.eye
-        L = _factor(B)
-        V = _dtrsm(1.0, L, SK, lower=1)  # (n, n) = L^-1 S K
+        B.flat[:: self.n + 1] += 1.0
+        Li = _dtrtri(_factor(B), lower=1)[0]  # L^-1 (its lower triangle)
+        V = _dtrmm(1.0, Li, SK, lower=1)  # (n, n) = L^-1 S K
         f_var = np.diagonal(K) - np.einsum("ij,ij->j", V, V)
-        Vnu = V @ nu_s
-        b = nu_s - s * _dtrsm(1.0, L, Vnu[:, None], lower=1, trans_a=1)[:, 0]
+        b = nu_s - s * _dtrmv(Li, V @ nu_s, lower=1, trans=1)
         f_mean = f0 + K @ b
-        mean = mu0 + isa * (PtT @ b)
-        X = _dtrsm(1.0, L, PtT * s, side=1, lower=1, trans_a=1)  # (d, n) = (S Pt)^T L^-T
+        mean = mu0 + (self.PT @ b) / alpha
+        X = _dtrmm(1.0, Li, PtT * s, side=1, lower=1, trans_a=1)  # (d, n) = (S Pt)^T L^-T
         var = (1.0 - np.einsum("ij,ij->i", X, X)) / alpha
         return None, mu0, f_mean, f_var, mean, np.maximum(var, 0.0)
 
@@ -292,8 +291,9 @@ def log_evidence(post, tau, nu, lam, eta, f_mean, f_var, mean, var, p0, v_s):
 def _sweep(sweeper, x, n, p, p0, v_s):
     """One parallel EP sweep: the proposed sites ``F(x)`` from the posterior of the sites ``x``.
 
-    ``x`` packs ``(tau, nu, log lam, eta)``; returns ``F(x)`` packed the same way, the posterior
-    (``sweeper.posterior``), the gene cavities and the number of clipped gene sites.
+    ``x`` packs ``(tau, nu, log lam, eta)``; returns ``F(x)`` packed the same way, the marginals
+    (``sweeper.marginals``), the gene site precisions of ``x`` and of ``F(x)``, and the number of
+    clipped gene sites.
     """
     tau, nu, lam, eta = _unpack(x, n, p)
     state = sweeper.marginals(tau, nu, lam, eta)
@@ -304,24 +304,35 @@ def _sweep(sweeper, x, n, p, p0, v_s):
     # possible for a site with no information) leaves its site as it is.
     denom = 1.0 - tau * f_var
     ok = (denom > 1e-12) & (f_var > 0)
-    if ok.any():
+    if ok.all():
+        _new_sites((f_mean - nu * f_var) / denom, f_var / denom, new)
+    elif ok.any():
         new[:, ok] = _new_sites((f_mean[ok] - nu[ok] * f_var[ok]) / denom[ok],
                                 f_var[ok] / denom[ok], np.empty((2, int(ok.sum()))))
     r_c, h_c = _gene_cavities(mean[:p], var[:p], lam, eta)
     lam_new, eta_new, n_clipped = _new_gene_sites(r_c, h_c, p0, v_s)
     fx = np.concatenate([np.maximum(new[0], 0.0), new[1], np.log(lam_new), eta_new])
-    return fx, state, (r_c, h_c), n_clipped
+    return fx, state, (lam, lam_new), n_clipped
 
 
 def _unpack(x, n, p):
     return x[:n], x[n:2 * n], np.exp(x[2 * n:2 * n + p]), x[2 * n + p:]
 
 
-def _relative_change(x, fx, n, p):
-    """Largest change of a site parameter (natural form) relative to ``1 + |new value|``."""
-    a = np.concatenate([x[:2 * n], np.exp(x[2 * n:2 * n + p]), x[2 * n + p:]])
-    b = np.concatenate([fx[:2 * n], np.exp(fx[2 * n:2 * n + p]), fx[2 * n + p:]])
-    return float(np.max(np.abs(b - a) / (1.0 + np.abs(b)))) if b.size else 0.0
+def _relative_change(x, fx, n, p, lam, lam_new):
+    """Largest change of a site parameter (natural form) relative to ``1 + |new value|``.
+
+    ``lam`` and ``lam_new`` are the gene site precisions of ``x`` and ``fx`` (stored as logs).
+    """
+    if not fx.size:
+        return 0.0
+    change = np.abs(fx - x)
+    change[2 * n:2 * n + p] = np.abs(lam_new - lam)
+    scale = np.abs(fx)
+    scale[2 * n:2 * n + p] = lam_new
+    scale += 1.0
+    change /= scale
+    return float(change.max())
 
 
 class _Anderson:
@@ -341,28 +352,30 @@ class _Anderson:
     def __init__(self, mem, beta, lower, upper):
         self.mem, self.beta = mem, beta
         self.lower, self.upper = lower, upper
-        self.dX, self.dG = [], []  # differences of successive iterates and residuals
-        self.gram = np.zeros((0, 0))
+        # Differences of successive iterates and residuals, one row each, oldest first (the
+        # first k rows are in use), and their residuals' Gram matrix.
+        self.dX = np.empty((mem, lower.size))
+        self.dG = np.empty((mem, lower.size))
+        self.gram = np.empty((mem, mem))
+        self.k = 0
         self.prev = None  # (x, g) of the previous step
         self.best, self.stalled, self.plain = np.inf, 0, 0
         self.n_restarts = 0
 
     def _push(self, dx, dg):
-        if len(self.dX) == self.mem:
-            del self.dX[0], self.dG[0]
-            self.gram = self.gram[1:, 1:]
-        col = np.array([dg @ v for v in self.dG])
-        k = len(self.dG)
-        gram = np.empty((k + 1, k + 1))
-        gram[:k, :k] = self.gram
-        gram[k, :k] = gram[:k, k] = col
-        gram[k, k] = dg @ dg
-        self.gram = gram
-        self.dX.append(dx)
-        self.dG.append(dg)
+        k = self.k
+        if k == self.mem:
+            self.dX[:-1], self.dG[:-1] = self.dX[1:].copy(), self.dG[1:].copy()
+            self.gram[:-1, :-1] = self.gram[1:, 1:].copy()
+            k -= 1
+        col = self.dG[:k] @ dg
+        self.gram[k, :k] = self.gram[:k, k] = col
+        self.gram[k, k] = dg @ dg
+        self.dX[k], self.dG[k] = dx, dg
+        self.k = k + 1
 
     def _reset(self):
-        self.dX, self.dG, self.gram = [], [], np.zeros((0, 0))
+        self.k = 0
         self.n_restarts += 1
 
     def step(self, x, g):
@@ -373,7 +386,7 @@ class _Anderson:
             self.stalled += 1
         if self.prev is not None:
             x0, g0 = self.prev
-            if self.dX and r2 > 4.0 * float(g0 @ g0):
+            if self.k and r2 > 4.0 * float(g0 @ g0):
                 self._reset()
             else:
                 self._push(x - x0, g - g0)
@@ -384,12 +397,13 @@ class _Anderson:
         x_new = x + self.beta * g
         if self.plain > 0:
             self.plain -= 1
-        elif self.dX:
-            rhs = np.array([v @ g for v in self.dG])
-            ridge = 1e-12 * np.trace(self.gram) + 1e-300
-            gamma = np.linalg.solve(self.gram + ridge * np.eye(rhs.size), rhs)
-            for c, dx, dg in zip(gamma, self.dX, self.dG, strict=True):
-                x_new -= c * (dx + self.beta * dg)
+        elif self.k:
+            k = self.k
+            dX, dG, gram = self.dX[:k], self.dG[:k], self.gram[:k, :k]
+            rhs = dG @ g
+            ridge = 1e-12 * np.trace(gram) + 1e-300
+            gamma = np.linalg.solve(gram + ridge * np.eye(k), rhs)
+            x_new -= gamma @ dX + self.beta * (gamma @ dG)
         return np.clip(x_new, self.lower, self.upper)
 
 
@@ -451,8 +465,8 @@ def run_spikeslab_ep(P, *, prior_inclusion, slab_variance, intercept=None, inter
     n_sweeps = 0
     while n_sweeps < max_iter:
         n_sweeps += 1
-        fx, _, _, n_clipped = _sweep(sweeper, x, n, p, p0, v_s)
-        if _relative_change(x, fx, n, p) < tol:
+        fx, _, (lam, lam_new), n_clipped = _sweep(sweeper, x, n, p, p0, v_s)
+        if _relative_change(x, fx, n, p, lam, lam_new) < tol:
             converged = True
             break
         g = fx - x
