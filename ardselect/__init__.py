@@ -27,7 +27,7 @@ _LAZY = {
     "ConstantFeatureWarning": ".estimators._base",
     "DataScaleWarning": ".model",
     "ScaledXWarning": ".dataio._expression",
-    "CRITERIA": ".numerics._criteria",
+    "CRITERIA": ".choices",
     "PATH_CRITERIA": ".numerics._criteria",
     "RVMRegressor": ".estimators._rvm",
     "RVMClassifier": ".estimators._rvm",

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._choices import EXAMPLES
+from .choices import EXAMPLES
 from .exceptions import FileFormatError
 
 __all__ = ["EXAMPLES", "LEUKAEMIA_SHA256", "leukaemia", "leukemia"]

@@ -19,7 +19,7 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from ._choices import LOG_CHOICES
+from .choices import LOG_CHOICES
 from .engine._design import as_design, by_rows, dense
 from .engine._lazy import combine_moments, moments
 from .engine._validation import check_design, check_sparse_values, nonfinite_message

@@ -1,6 +1,6 @@
 """Options and input helpers shared by the commands.
 
-The choices and defaults come from ``ardselect._choices``, which the estimators and the
+The choices and defaults come from ``ardselect.choices``, which the estimators and the
 preprocessor read too (and which imports nothing, so ``ardselect --help`` stays instant).
 """
 
@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from ardselect._choices import CRITERIA, CV_RULES, EXAMPLES, LOG_CHOICES, MULTICLASS
+from ardselect.choices import CRITERIA, CV_RULES, EXAMPLES, LOG_CHOICES, MULTICLASS
 
 from ._util import UsageError, check_input
 

@@ -328,7 +328,7 @@ def test_fixed_alpha_posterior_mean_matches_ep(seed):
     EP's mean is not exact: on this easy problem (n = 80, 3 weights, overlapping classes) its
     bias is a few percent of a posterior sd. Tolerance: 4 MCSE + 0.1 posterior sd.
     """
-    ep_probit = pytest.importorskip("ardselect.numerics._ep").ep_probit
+    ep_probit = pytest.importorskip("ardselect").ep_probit
     data_rng = np.random.default_rng(1234)
     X = data_rng.normal(size=(80, 2))
     y = (X @ [1.0, -0.5] + 0.3 + data_rng.normal(size=80) > 0).astype(int)

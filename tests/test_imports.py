@@ -126,7 +126,7 @@ FOLDERS = {"dataio", "engine", "estimators", "numerics", "signature"}
 TOP_LEVEL = {
     "ardselect": "base",
     "ardselect._version": "base",
-    "ardselect._choices": "base",
+    "ardselect.choices": "base",
     "ardselect.exceptions": "base",
     "ardselect.io": "dataio",
     "ardselect.model": "dataio",

@@ -11,7 +11,7 @@ import pandas as pd
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._choices import CRITERIA, CV_RULES, MULTICLASS
+from ..choices import CRITERIA, CV_RULES, MULTICLASS
 from ..engine._basis import make_basis
 from ..engine._design import as_design
 from ..engine._parallel import one_blas_thread, run_tasks
@@ -129,8 +129,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     max_samples : int >= 2 or None, default=None
         Fit a deterministic stratified sketch of at most this many samples (``sketch_``).
     n_jobs : int or None, default=-1
-        Problems and folds in parallel threads (dask tasks for a dask ``X``): -1 all available
-        cores, None or 1 one thread. The results do not depend on it.
+        Problems and folds in parallel threads (-1: every core; None or 1: one); same results.
     certainty : bool, default=True
         ``pip_`` and ``credible_sets_`` by spike-and-slab EP on the selection's neighbourhood
         (guide: "How sure is each gene"; feature basis without covariates).

@@ -177,6 +177,16 @@ def _node_prior(prior_genes, n_genes, outside_log_bf):
     return nodes, log_prior
 
 
+def _abs_correlations(Z, *, centred):
+    """``(m, m)`` absolute correlations of the standardised columns ``Z`` (centred if not)."""
+    n, m = Z.shape
+    if not m:
+        return np.zeros((0, 0))
+    if not centred:  # uncentred columns: correlations of the centred ones
+        Z = _standardise(Z, center=True)
+    return np.abs(Z.T @ Z) / n
+
+
 def neighbourhood_certainty(Z, t, seeds, *, n_genes, intercept_alpha=0.01, coverage=0.95,
                             min_correlation=0.5, min_bayes_factor=CREDIBLE_MIN_BAYES_FACTOR,
                             outside_log_bf=None, prior_genes=PRIOR_GENES, tol=1e-4,
@@ -231,10 +241,7 @@ def neighbourhood_certainty(Z, t, seeds, *, n_genes, intercept_alpha=0.01, cover
     w = np.exp(log_w)
     pip = sum(wi * f.pip for wi, f in zip(w, fits, strict=True))
     p0_mean = float(w @ nodes)
-    R = np.abs(Z.T @ Z) / n if m else np.zeros((0, 0))  # (m, m) absolute correlations
-    if intercept_alpha is None:  # uncentred columns: correlations of the centred ones
-        Zc = _standardise(Z, center=True)
-        R = np.abs(Zc.T @ Zc) / n
+    R = _abs_correlations(Z, centred=intercept_alpha is not None)
 
     top = int(np.argmax(np.where(use, w, -1.0)))  # the node of largest posterior weight
     fits_without = {}  # (genes left out, node): the EP fit without them

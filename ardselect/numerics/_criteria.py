@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._choices import CRITERIA
+from ..choices import CRITERIA
 
 __all__ = ["CRITERIA", "PATH_CRITERIA", "check_criterion", "choose_step", "comparable_loo", "group_cavities",
            "joint_latent_cov"]

@@ -1,4 +1,4 @@
-"""The choices of the settings that the library and the command line both take.
+"""The values each setting takes, its default first: read by the library and the command line.
 
 Each tuple lists a setting's values with its default first. The estimators and the preprocessor
 build their parameter checks and defaults from these tuples, and the command line its choices and
