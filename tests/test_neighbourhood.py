@@ -125,7 +125,6 @@ def test_every_selected_gene_has_its_certainty(seed):
     np.testing.assert_allclose(dense_sparse.pip_, clf.pip_, rtol=1e-6, atol=1e-9)
 
 
-
 def test_the_prior_scales_with_the_signature_size(monkeypatch):
     # Up to 20 selected genes the hyperprior is PRIOR_GENES; beyond, its nodes span k/20 to k.
     for k in (1, 5, 20):
