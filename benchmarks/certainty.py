@@ -1,7 +1,7 @@
 """The ARD signature's credible sets and PIPs: their calibration on planted data, their cost.
 
-Planted data with correlated blocks: ``n`` samples, ``p`` independent standard normal genes, of
-which ``n_relevant`` carry the signal (weights of size 1 to 2, random signs, probit labels); each
+Planted data with correlated blocks: ``n`` samples, ``p`` independent standard normal genes
+(``--genes``), of which ``n_relevant`` (``--relevant``, 4 by default) carry the signal (weights of size 1 to 2, random signs, probit labels); each
 relevant gene has 0 to 5 near copies (``rho g + sqrt(1 - rho^2) e``, ``rho`` uniform in 0.8-0.99)
 placed among the other genes. The default ``ARDClassifier`` is fitted on each replicate, and its
 ``credible_sets_`` and ``pip_`` are scored:
@@ -27,6 +27,8 @@ the hyperprior's nodes and the fits without a credible set's genes.
     python benchmarks/certainty.py                 # 3 seeds x 10 replicates, then Golub timing
     python benchmarks/certainty.py --replicates 5  # quicker
     python benchmarks/certainty.py --repeats 0     # calibration only
+    python benchmarks/certainty.py --seeds 1 --replicates 8 --repeats 0 --n 200 --relevant 50 --genes 500
+                                                   # a long signature: 50 planted genes of 500
     python benchmarks/certainty.py --replicates 0 --repeats 0 --partitions 20   # cost only
 
 Standard errors (±) are bootstrap standard deviations, the replicates of a block resampled.
