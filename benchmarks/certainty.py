@@ -2,8 +2,8 @@
 
 Planted data with correlated blocks: ``n`` samples, ``p`` independent standard normal genes
 (``--genes``), of which ``n_relevant`` (``--relevant``, 4 by default) carry the signal (weights of
-size 1 to 2, random signs, probit labels); each relevant gene has 0 to 5 near copies (``rho g + sqrt(1 - rho^2) e``, ``rho`` uniform in 0.8-0.99)
-placed among the other genes. The default ``ARDClassifier`` is fitted on each replicate, and its
+size 1 to 2, random signs, probit labels); each relevant gene has 0 to 5 near copies
+(``rho g + sqrt(1 - rho^2) e``, ``rho`` uniform in 0.8-0.99) placed among the other genes. The default ``ARDClassifier`` is fitted on each replicate, and its
 ``credible_sets_`` and ``pip_`` are scored:
 
 * coverage: the share of sets with probability >= 0.95 that hold a planted gene;
