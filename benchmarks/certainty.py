@@ -1,9 +1,9 @@
 """The ARD signature's credible sets and PIPs: their calibration on planted data, their cost.
 
-Planted data with correlated blocks: ``n`` samples, ``p`` independent standard normal genes, of
-which ``n_relevant`` carry the signal (weights of size 1 to 2, random signs, probit labels); each
-relevant gene has 0 to 5 near copies (``rho g + sqrt(1 - rho^2) e``, ``rho`` uniform in 0.8-0.99)
-placed among the other genes. The default ``ARDClassifier`` is fitted on each replicate, and its
+Planted data with correlated blocks: ``n`` samples, ``p`` independent standard normal genes
+(``--genes``), of which ``n_relevant`` (``--relevant``, 4 by default) carry the signal (weights of
+size 1 to 2, random signs, probit labels); each relevant gene has 0 to 5 near copies
+(``rho g + sqrt(1 - rho^2) e``, ``rho`` uniform in 0.8-0.99) placed among the other genes. The default ``ARDClassifier`` is fitted on each replicate, and its
 ``credible_sets_`` and ``pip_`` are scored:
 
 * coverage: the share of sets with probability >= 0.95 that hold a planted gene;
@@ -27,6 +27,8 @@ the hyperprior's nodes and the fits without a credible set's genes.
     python benchmarks/certainty.py                 # 3 seeds x 10 replicates, then Golub timing
     python benchmarks/certainty.py --replicates 5  # quicker
     python benchmarks/certainty.py --repeats 0     # calibration only
+    python benchmarks/certainty.py --seeds 1 --replicates 8 --repeats 0 --n 200 --relevant 50 --genes 500
+                                                   # a long signature: 50 planted genes of 500
     python benchmarks/certainty.py --replicates 0 --repeats 0 --partitions 20   # cost only
 
 Standard errors (±) are bootstrap standard deviations, the replicates of a block resampled.
@@ -70,11 +72,11 @@ def planted(seed, *, n=100, p=300, n_relevant=4, max_copies=5):
     return X, y, relevant, copies
 
 
-def score(seed, *, n=100, p=300):
-    """Set rows ``(probability, holds a planted gene)`` and gene rows ``(pip, planted)``."""
+def score(seed, *, n=100, p=300, n_relevant=4):
+    """Set rows ``(probability, holds a planted gene)``, gene rows ``(pip, planted)``, genes kept."""
     from ardselect import ARDClassifier
 
-    X, y, relevant, copies = planted(seed, n=n, p=p)
+    X, y, relevant, copies = planted(seed, n=n, p=p, n_relevant=n_relevant)
     clf = ARDClassifier(random_state=seed).fit(X, y)
     sets = clf.credible_sets_
     set_rows = []
@@ -85,17 +87,17 @@ def score(seed, *, n=100, p=300):
     pip = clf.pip_[0]
     gene_rows = [(float(pip[j]), j in set(relevant.tolist())) for j in np.flatnonzero(np.isfinite(pip))
                  if j not in near]
-    return set_rows, gene_rows
+    return set_rows, gene_rows, int(np.sum(clf.support_))
 
 
-def replicates(seeds, *, n=100, p=300):
-    """Set and gene rows of each seed: a list of ``(set rows, gene rows)``, one per replicate."""
-    return [score(int(s), n=n, p=p) for s in seeds]
+def replicates(seeds, *, n=100, p=300, n_relevant=4):
+    """Set and gene rows of each seed: a list of ``(set rows, gene rows, genes kept)``."""
+    return [score(int(s), n=n, p=p, n_relevant=n_relevant) for s in seeds]
 
 
 def pool(reps):
     """The set and gene rows of replicates ``reps`` pooled."""
-    return [r for a, _ in reps for r in a], [r for _, b in reps for r in b]
+    return [r for a, _, _ in reps for r in a], [r for _, b, _ in reps for r in b]
 
 
 def ece(rows):
@@ -265,7 +267,8 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=3, help="independent seed blocks")
     ap.add_argument("--replicates", type=int, default=10, help="replicates per seed block")
     ap.add_argument("--n", type=int, default=100)
-    ap.add_argument("--p", type=int, default=300)
+    ap.add_argument("--p", "--genes", dest="p", type=int, default=300, help="genes")
+    ap.add_argument("--relevant", type=int, default=4, help="planted genes")
     ap.add_argument("--repeats", type=int, default=5, help="timed Golub fits of each kind (0: no timing)")
     ap.add_argument("--partitions", type=int, default=0,
                     help="time this many stratified 36-sample Golub partitions (0: none)")
@@ -286,7 +289,7 @@ def main(argv=None):
 def calibration(args):
     """The planted-data tables (module docstring)."""
     t0 = time.perf_counter()
-    print(f"planted data: n={args.n}, p={args.p}, 4 relevant genes with 0-5 near copies "
+    print(f"planted data: n={args.n}, p={args.p}, {args.relevant} relevant genes with 0-5 near copies "
           f"(r 0.8-0.99); {args.replicates} replicates per seed block; bootstrap s.e. over "
           f"replicates")
     print("| seed block | sets >= 0.95 | coverage | set ECE | gene ECE (no near copy) "
@@ -295,7 +298,7 @@ def calibration(args):
     every = []
     for b in range(args.seeds):
         seeds = range(1000 * b, 1000 * b + args.replicates)
-        reps = replicates(seeds, n=args.n, p=args.p)
+        reps = replicates(seeds, n=args.n, p=args.p, n_relevant=args.relevant)
         every += reps
         cov, e_set, e_gene, k = summary(reps)
         se = bootstrap_se(reps, seed=b)

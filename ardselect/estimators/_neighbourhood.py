@@ -11,8 +11,9 @@ correlated with it. So, for each binary problem:
    most correlated with it, if their absolute correlation is at least ``min_correlation``;
 2. spike-and-slab EP on the neighbourhood's standardised genes, with the prior inclusion
    probability of the *whole* gene set (``p0 = E / p`` for ``p`` usable genes, ``E`` averaged over
-   the hyperprior ``PRIOR_GENES`` as in :class:`ardselect.SpikeSlabClassifier`): the posterior is
-   that of the full model with every gene outside the neighbourhood held out of it;
+   the hyperprior ``PRIOR_GENES`` as in :class:`ardselect.SpikeSlabClassifier`, its nodes scaled
+   with the signature's size beyond 20 genes: :func:`signature_prior`): the posterior is that of
+   the full model with every gene outside the neighbourhood held out of it;
 3. credible sets: each selected gene (by decreasing PIP) joins the first earlier set whose every
    gene it is correlated with (at least ``min_correlation``), or else seeds a set, which takes the
    neighbourhood's other free genes correlated with every member, in decreasing PIP *given that
@@ -44,7 +45,8 @@ from ._spikeslab_ep import run_spikeslab_ep
 
 __all__ = ["NeighbourhoodCertainty", "neighbourhood", "neighbourhood_certainty"]
 
-#: Hyperprior on the expected number of genes in the model (that of ``SpikeSlabClassifier``).
+#: Hyperprior on the expected number of genes in the model (that of ``SpikeSlabClassifier``), for
+#: signatures of at most its largest node's size; see :func:`signature_prior`.
 PRIOR_GENES = (1.0, 2.0, 5.0, 10.0, 20.0)
 #: Prior variance of an included gene's weight, per sd of the gene (latent units).
 SLAB_VARIANCE = 1.0
@@ -157,6 +159,18 @@ def _fit_nodes(P, icpt, nodes, *, intercept_alpha, tol, max_iter):
         fits.append(st)
         start = st if st.converged else start
     return fits, ep
+
+
+def signature_prior(n_selected):
+    """The hyperprior's expected numbers of genes for a signature of ``n_selected`` genes.
+
+    ``PRIOR_GENES`` up to its largest node (20 genes); a longer signature's nodes are ``PRIOR_GENES``
+    scaled by ``n_selected / 20``, so they span ``k / 20`` to ``k`` for ``k`` selected genes. A prior
+    that expects at most 20 genes in a model that holds 90 gives each of them a PIP of a few
+    percent: the evidence cannot move the prior that far.
+    """
+    scale = max(1.0, float(n_selected) / PRIOR_GENES[-1])
+    return tuple(g * scale for g in PRIOR_GENES)
 
 
 def _node_prior(prior_genes, n_genes, outside_log_bf):
@@ -352,8 +366,9 @@ def fit_certainty(fit, n_basis, *, intercept_alpha, coverage=0.95, min_correlati
     """:func:`neighbourhood_certainty` of one ARD binary problem at its chosen model.
 
     ``fit`` is a :class:`~ardselect.estimators._binary_fit.BinaryFit` (its basis, signs, usable columns and
-    chosen active set); the genes are its first ``n_basis`` columns. Returns None when the model
-    holds no gene. ``genes`` of the answer are basis columns.
+    chosen active set); the genes are its first ``n_basis`` columns. The hyperprior is
+    :func:`signature_prior` of the number of selected genes. Returns None when the model holds no
+    gene. ``genes`` of the answer are basis columns.
     """
     active = fit.active[fit.active < n_basis]
     if active.size == 0:
@@ -373,7 +388,8 @@ def fit_certainty(fit, n_basis, *, intercept_alpha, coverage=0.95, min_correlati
                                   np.searchsorted(genes, active), n_genes=int(allowed.sum()),
                                   intercept_alpha=intercept_alpha if held else None,
                                   coverage=coverage, min_correlation=min_correlation,
-                                  outside_log_bf=_single_gene_log_bf(fit, outside))
+                                  outside_log_bf=_single_gene_log_bf(fit, outside),
+                                  prior_genes=signature_prior(active.size))
     res.genes = genes
     return res
 
