@@ -21,6 +21,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ..engine._parallel import one_blas_thread
 from ..engine._validation import constant_columns
 from ._base import _FamilyEstimator, label
 from ._classifier import INTERCEPT_ALPHA
@@ -341,13 +342,16 @@ class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, _FamilyEstimator):
         d = Z.shape[1] + int(self.fit_intercept)
         self._design = Z if d > n else None
         self._mixtures, rows, n_iter = [], [], []
-        for k in problems:
-            t = np.where(y_idx == k, 1.0, -1.0)
-            mix, table, sweeps = self._fit_problem(Z, t, nodes, log_prior, expected,
-                                                   classes[k])
-            self._mixtures.append(mix)
-            rows.append(table)
-            n_iter.append(sweeps)
+        # EP's products are on matrices of tens to hundreds of rows, where BLAS threads cost more
+        # than they give (engine/_parallel.py): one thread, as the ARD path runs.
+        with one_blas_thread():
+            for k in problems:
+                t = np.where(y_idx == k, 1.0, -1.0)
+                mix, table, sweeps = self._fit_problem(Z, t, nodes, log_prior, expected,
+                                                       classes[k])
+                self._mixtures.append(mix)
+                rows.append(table)
+                n_iter.append(sweeps)
         self.n_iter_ = int(max(n_iter))
         self.hyper_results_ = pd.concat(rows, ignore_index=True)
         self._set_summaries(Z, n_features, [classes[k] for k in problems])
