@@ -10,7 +10,6 @@ back.
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Mapping
 
 import numpy as np
@@ -208,14 +207,6 @@ def _scanpy_record(result, var_names, lfc: Mapping) -> dict:
         lists = {other: (lists[problems[0]][0], -1.0), **lists}
     var_index = pd.Index(np.asarray(var_names).astype(str))
     groups = [str(g) for g in lists]
-    if "" in groups:
-        # A record array field cannot be named "" (numpy renames it): leave the layout out rather
-        # than write it under another class name.
-        warnings.warn(
-            "a class is named '' (empty), which cannot be a field of scanpy's rank_genes_groups "
-            "record arrays; that layout is not written (ardselect's own results are)",
-            UserWarning, stacklevel=3)
-        return None
     n = len(ranked[ranked["class"] == problems[0]])
     names = np.empty(n, dtype=[(g, object) for g in groups])
     fields = {f: np.empty(n, dtype=[(g, np.float64) for g in groups])
