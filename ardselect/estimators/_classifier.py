@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..choices import CRITERIA, CV_RULES, MULTICLASS
 from ..engine._basis import make_basis
 from ..engine._design import as_design
-from ..engine._parallel import one_blas_thread, run_tasks
+from ..engine._parallel import one_blas_thread, run_tasks, task_work
 from ..engine._problem import SIZE_GRID, PathSpec, ep_tol_for
 from ..engine._rows import (
     from_dask,
@@ -338,8 +338,11 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         self._joint = self.multiclass == "shared" and classes.size > 2
         spec = self._path_spec(Phi_s.shape[0])
 
+        # Each task is one path (or a fold's); a dask array's tasks stay in this process.
+        work = 0 if lazy else task_work(*Phi_s.shape)
+
         def tasks(fn, args):
-            return run_tasks(fn, args, n_jobs=self.n_jobs, client=client)
+            return run_tasks(fn, args, n_jobs=self.n_jobs, client=client, work=work)
 
         # Run the paths (and, for criterion="cv", the inner cross-validation's fold paths).
         with one_blas_thread():
