@@ -146,6 +146,11 @@ def marker_recovery(clf, markers, *, chosen=False):
             [int((coef[c] > 0).sum()) for c in range(markers.shape[0])])
 
 
+def _max_samples(value):
+    """``--max-samples`` as ``ARDClassifier`` takes it: an int, ``"auto"`` or None (``all``)."""
+    return {"auto": "auto", "all": None}.get(value) if value in ("auto", "all") else int(value)
+
+
 def main(argv=None):
     from ardselect import ARDClassifier
 
@@ -155,7 +160,8 @@ def main(argv=None):
     ap.add_argument("--classes", type=int, default=10)
     ap.add_argument("--markers", type=int, default=10)
     ap.add_argument("--density", type=float, default=0.05)
-    ap.add_argument("--max-samples", type=int, default=3000)
+    ap.add_argument("--max-samples", type=_max_samples, default=3000,
+                    help="an int, 'auto' (the estimator's default) or 'all' (every cell)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--compare-exact", action="store_true")
@@ -273,7 +279,7 @@ def dask_run(args, n):
     from distributed import Client, LocalCluster
 
     from ardselect import ARDClassifier
-    from ardselect.estimators._classifier import stratified_sketch
+    from ardselect.engine._rows import sketch_size, stratified_sketch
 
     X, y, markers = make_data(n, args.genes, args.classes, args.markers, args.density, args.seed)
     path = Path(args.dask_store) / f"cells_{n}.zarr"
@@ -294,7 +300,8 @@ def dask_run(args, n):
         clf = ARDClassifier(criterion=args.criterion, inclusion_penalty=args.penalty,
                         intercept_alpha=args.intercept, max_samples=args.max_samples)
         t0 = time.perf_counter()
-        rows = stratified_sketch(np.unique(y_store, return_inverse=True)[1], args.max_samples)
+        codes = np.unique(y_store, return_inverse=True)[1]
+        rows = stratified_sketch(codes, *sketch_size(codes, args.max_samples))
         gathered = lazy[rows].compute()
         t_gather = time.perf_counter() - t0
         t0 = time.perf_counter()

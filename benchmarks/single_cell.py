@@ -193,7 +193,15 @@ def _topk_l2(order, k, genes, Ztr, ytr, Zte, seed):
 
 
 def warm_up():
-    """Compile the numba code of ardselect and of scanpy's tests once, outside the timed fits."""
+    """Compile numba code and start joblib's worker processes once, outside the timed fits.
+
+    The numba code is ardselect's and that of scanpy's tests; the worker processes are shared by
+    the baselines' cross-validations and ardselect's large fits.
+    """
+    from ardselect.engine._parallel import PROCESS_MIN_WORK, run_tasks
+    from ardselect.engine._problem import ep_tol_for
+
+    run_tasks(ep_tol_for, [("auto", 10)] * 4, n_jobs=-1, work=PROCESS_MIN_WORK)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 8))
     y = np.repeat(["a", "b", "c"], 20)

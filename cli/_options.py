@@ -283,11 +283,16 @@ def refuse_given(ctx, options: dict, context: str) -> None:
     (such as ``--model spike-slab``).
     """
     for name, (option, why) in options.items():
-        # (compared by name: typer may ship its own copy of click's ParameterSource)
-        source = ctx.get_parameter_source(name)
-        if source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):
+        if given(ctx, name):
             msg = f"{option} does not apply to {context} ({why}); leave it out"
             raise UsageError(msg)
+
+
+def given(ctx, name: str) -> bool:
+    """Whether the parameter ``name`` was given on the command line (not left at its default)."""
+    # (compared by name: typer may ship its own copy of click's ParameterSource)
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
 
 
 def seed_value(seed: int) -> int:

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from ardselect.choices import AUTO_SKETCH, SKETCH_FLOOR
+
 from ._options import (
     ARD_ONLY,
     DEFAULT_CRITERION,
@@ -49,6 +51,9 @@ from ._options import (
     refuse_given,
     seed_value,
 )
+from ._options import (
+    given as option_given,
+)
 from ._report import command_line, write_fit_report
 from ._util import (
     Transaction,
@@ -70,10 +75,9 @@ FRONTIER_OUTPUTS = ("frontier.tsv", "frontier.png")
 SPIKESLAB_OUTPUTS = ("genes.tsv", "credible_sets.tsv", "genes.gmt", "model.json")
 #: Everything ``fit`` may write in its folder (``rnk/`` with more than two classes): an existing
 #: folder holding anything else is not replaced.
-#: Above this many samples without ``--max-samples``, ``fit`` says how long the exact fit can take
-#: and how to fit a sketch (:data:`SKETCH_HINT` samples) instead.
+#: Above this many samples with ``--max-samples all``, ``fit`` says how long the exact fit can
+#: take and how to fit a sketch instead.
 LARGE_FIT = 20_000
-SKETCH_HINT = 5_000
 #: Written with ``--groups`` (or ``--pseudobulk``) only.
 GROUP_OUTPUTS = ("groups.tsv",)
 #: Written with ``--covariates`` only.
@@ -185,11 +189,13 @@ def fit(
                      "every row exactly by a few passes over the store per path step."),
     ] = False,
     max_samples: Annotated[
-        int | None,
-        typer.Option("--max-samples", help="Fit on a stratified sketch of at most this many "
-                     "samples (the same fraction of every class, evenly spaced; >= 2). Default: "
-                     "every sample.", show_default=False),
-    ] = None,
+        str,
+        typer.Option("--max-samples", metavar="N|auto|all",
+                     help="Fit on a stratified sketch of at most N samples (the same fraction of "
+                     f"every class, evenly spaced; N >= 2). 'auto': above {AUTO_SKETCH:,} samples "
+                     f"a sketch of {AUTO_SKETCH:,} with at least {SKETCH_FLOOR} of every class; "
+                     "'all': every sample, exactly (hours for tens of thousands)."),
+    ] = "auto",
     out: Annotated[
         Path,
         typer.Option(
@@ -244,12 +250,10 @@ def fit(
                 msg = ("--pseudobulk holds out whole donors already; leave --groups out (the "
                        "donor-level samples are grouped by the --pseudobulk column)")
                 raise UsageError(msg)
-            if lazy or max_samples is not None:
+            if lazy or option_given(ctx, "max_samples"):
                 msg = "--pseudobulk fits the donor-level samples; leave --lazy and --max-samples out"
                 raise UsageError(msg)
-        if max_samples is not None and max_samples < 2:
-            msg = f"--max-samples must be 2 or more, got {max_samples}"
-            raise UsageError(msg)
+        max_samples = parse_max_samples(max_samples)
         if write_h5ad is not None and write_h5ad.suffix != ".h5ad":
             msg = f"--write-h5ad needs a .h5ad file name, got {write_h5ad.name}"
             raise UsageError(msg)
@@ -303,9 +307,9 @@ def fit(
         n_paths = _n_paths(estimator, expression, positive)
         if max_samples is None and adata.n_obs > LARGE_FIT:
             warn_line(
-                f"{adata.n_obs:,} samples and no --max-samples: the exact fit runs EP on every "
-                f"sample along {n_paths} paths and can take hours; --max-samples "
-                f"{SKETCH_HINT} fits a stratified sketch of {SKETCH_HINT:,} instead")
+                f"{adata.n_obs:,} samples and --max-samples all: the exact fit runs EP on every "
+                f"sample along {n_paths} paths and can take hours; --max-samples auto fits a "
+                f"stratified sketch of {AUTO_SKETCH:,} instead")
         with path_progress(n_paths, quiet=quiet):
             sig = ardselect.fit_signature(expression, preprocessor=preprocessor,
                                           estimator=estimator, positive=positive)
@@ -326,6 +330,21 @@ def _fit_spikeslab(expression, preprocessor, positive, adata, written, *, quiet,
     written.spikeslab(sig, adata)
     if not quiet:
         _spikeslab_summary(sig, adata, written, show)
+
+
+def parse_max_samples(value: str):
+    """``--max-samples`` as the estimator takes it: an int >= 2, ``"auto"`` or None (``all``)."""
+    text = str(value).strip().lower()
+    if text in ("auto", "all"):
+        return None if text == "all" else "auto"
+    try:
+        n = int(text)
+    except ValueError:
+        n = None
+    if n is None or n < 2:
+        msg = f"--max-samples must be an integer >= 2, 'auto' or 'all', got {value!r}"
+        raise UsageError(msg)
+    return n
 
 
 def _n_paths(estimator, expression, positive) -> int:

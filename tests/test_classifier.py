@@ -449,6 +449,58 @@ def test_max_samples_fits_the_sketch_and_predicts_everything():
     assert ARDClassifier(max_samples=1000).fit(X, y).sketch_ is None
 
 
+def test_stratified_sketch_floor_keeps_rare_classes_within_the_size():
+    from ardselect.estimators._classifier import stratified_sketch
+
+    codes = np.repeat([0, 1, 2, 3], [5000, 2000, 120, 20])
+    rows = stratified_sketch(codes, 2000, floor=50)
+    counts = np.bincount(codes[rows])
+    assert rows.size == 2000
+    # The rare classes keep their floor (all 20 of the smallest); the rows they take come back
+    # from the over-served large classes, whose shares stay in proportion.
+    assert counts[2] == 50
+    assert counts[3] == 20
+    share = np.array([5000, 2000]) * (2000 - 70) / 7000
+    assert np.all(np.abs(counts[:2] - share) < 1)
+    # The floors alone above the size: every class keeps them, nothing more.
+    many = np.repeat(np.arange(50), 60)
+    assert np.bincount(many[stratified_sketch(many, 2000, floor=50)]).tolist() == [50] * 50
+
+
+def test_auto_sketch_above_its_size_with_a_warning_and_never_below():
+    from ardselect.choices import AUTO_SKETCH, SKETCH_FLOOR
+    from ardselect.engine._rows import sketch, sketch_size
+
+    rng = np.random.default_rng(4)
+    n = AUTO_SKETCH + 400
+    X = rng.normal(size=(n, 4))
+    y = np.where(np.arange(n) < 30, "rare", np.where(X[:, 0] > 0, "a", "b"))
+    with pytest.warns(UserWarning, match=r"2,400 samples: fitting a stratified sketch of 2,000"):
+        clf = ARDClassifier(criterion="loo", certainty=False).fit(X, y)
+    assert clf.max_samples == "auto"
+    assert clf.sketch_.size == AUTO_SKETCH
+    assert (clf.sketch_ < 30).sum() == 30  # all of a class below the floor
+    assert SKETCH_FLOOR == 50
+    ref = ARDClassifier(criterion="loo", certainty=False, max_samples=None).fit(
+        X[clf.sketch_], y[clf.sketch_])
+    np.testing.assert_array_equal(clf.coef_, ref.coef_)
+    # A sketch is not sketched again, and max_samples=None keeps every row without a word.
+    _, codes = np.unique(y[clf.sketch_], return_inverse=True)
+    assert sketch_size(codes, "auto") == (AUTO_SKETCH, SKETCH_FLOOR)
+    assert sketch(X[clf.sketch_], y[clf.sketch_], "auto")[2] is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert sketch(X, y, None)[2] is None
+        assert sketch(X[:AUTO_SKETCH], y[:AUTO_SKETCH], "auto")[2] is None
+
+
+@pytest.mark.parametrize("bad", [1, 2.5, "some", "all"])
+def test_max_samples_out_of_range_is_refused(bad):
+    X, y = two_gene_data(3)
+    with pytest.raises(ValueError, match="'max_samples' parameter"):
+        ARDClassifier(max_samples=bad).fit(X, y)
+
+
 def test_n_jobs_gives_the_same_multiclass_fit():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(60, 30))

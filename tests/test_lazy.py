@@ -199,7 +199,8 @@ def test_cli_fit_lazy_store_equals_in_memory_file(stores, tmp_path, sketch):
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--lazy", "--use-raw"], "--use-raw cannot be read lazily"),
-    (["--max-samples", "1"], "--max-samples must be 2 or more, got 1"),
+    (["--max-samples", "1"], "--max-samples must be an integer >= 2, 'auto' or 'all', got '1'"),
+    (["--max-samples", "some"], "--max-samples must be an integer >= 2, 'auto' or 'all'"),
 ])
 def test_cli_fit_lazy_refusals(stores, tmp_path, args, message):
     from ardselect_cli.main import app

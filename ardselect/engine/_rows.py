@@ -13,14 +13,17 @@ import warnings
 
 import numpy as np
 
+from ..choices import AUTO_SKETCH, SKETCH_FLOOR
 from ..exceptions import DataError
 from ._design import as_design, by_rows
 from ._lazy import default_client
 from ._validation import n_rows, take_rows
 
-__all__ = ["from_dask", "rows_to_fit", "sketch", "stratified_sketch", "validate_lazy"]
+__all__ = ["from_dask", "rows_to_fit", "sketch", "sketch_size", "stratified_sketch",
+           "validate_lazy"]
 
 logger = logging.getLogger("ardselect")
+
 
 
 def from_dask(X, y):
@@ -65,13 +68,15 @@ class _LocalDask:
         return False
 
 
-def stratified_sketch(codes, max_samples):
+def stratified_sketch(codes, max_samples, floor=1):
     """Rows of a deterministic stratified sketch: the same fraction of every class, evenly spaced.
 
     ``codes`` are integer class codes ``(n,)``. The ``max_samples`` rows are shared out in
     proportion to the class sizes by largest remainders (so they add up to ``max_samples``, never
-    more, unless there are more classes than that), with at least one row per class; each class's rows are evenly spaced over its rows in
-    input order. Returns sorted row indices.
+    more, unless the floors alone add up to more), with at least ``floor`` rows of every class (all
+    the rows of a smaller class); the rows a floor adds come back from the most over-served
+    classes. Each class's rows are evenly spaced over its rows in input order. Returns sorted row
+    indices.
 
     Examples
     --------
@@ -85,9 +90,11 @@ def stratified_sketch(codes, max_samples):
     spare = int(max_samples) - int(k.sum())
     if spare > 0:  # largest remainders first, ties to the larger class
         k[np.lexsort((-sizes, -(quota - k)))[:spare]] += 1
-    k = np.maximum(k, 1)
-    while k.sum() > max_samples and (k > 1).any():  # the ones given to small classes come back
-        over = np.where(k > 1, k - quota, -np.inf)  # from the most over-served classes
+    lower = np.minimum(max(int(floor), 1), sizes)
+    k = np.maximum(k, lower)
+    while k.sum() > max_samples and (k > lower).any():  # the ones given to small classes come
+        # back from the classes most over-served for their share (so in proportion to it)
+        over = np.where(k > lower, (k - quota) / quota, -np.inf)
         k[np.argmax(over)] -= 1
     rows = [np.flatnonzero(codes == c)[np.unique(np.linspace(0, size - 1, kc).round().astype(int))]
             for c, size, kc in zip(labels, sizes, k, strict=True)]
@@ -95,19 +102,44 @@ def stratified_sketch(codes, max_samples):
 
 
 
+def sketch_size(codes, max_samples):
+    """``(size, floor)`` of the sketch ``max_samples`` asks for on these class codes.
+
+    ``max_samples`` is an int, None (every sample: ``size`` None) or ``"auto"``:
+    :data:`AUTO_SKETCH` samples with :data:`SKETCH_FLOOR` of every class, or more when the
+    floors alone add up to more (so a sketch is never sketched again).
+    """
+    if max_samples is None:
+        return None, 1
+    if isinstance(max_samples, str):  # "auto", as the estimators' constraints allow
+        sizes = np.bincount(codes) if codes.size else np.zeros(0, dtype=int)
+        floors = int(np.minimum(SKETCH_FLOOR, sizes).sum())
+        return max(AUTO_SKETCH, floors), SKETCH_FLOOR
+    return int(max_samples), 1
+
+
 def sketch(X, y, max_samples):
     """Rows of the stratified sketch (``max_samples``), or everything: ``(X, y, rows)``.
 
-    ``rows`` is None when every row is kept.
+    ``rows`` is None when every row is kept. A sketch drawn because of ``max_samples="auto"`` is
+    announced by a :class:`UserWarning` (how many rows, and how to fit them all).
     """
     n = X.shape[0] if isinstance(X, _DaskRows) else n_rows(X)
-    if max_samples is None or n <= max_samples:
+    if max_samples is None or (not isinstance(max_samples, str) and n <= max_samples):
         return X, y, None
     y_arr = np.asarray(y)
     if y_arr.shape[0] != n:
         return X, y, None  # validation reports the mismatch
     _, codes = np.unique(y_arr, return_inverse=True)
-    rows = stratified_sketch(codes, max_samples)
+    size, floor = sketch_size(codes, max_samples)
+    if n <= size:
+        return X, y, None
+    rows = stratified_sketch(codes, size, floor)
+    if isinstance(max_samples, str):
+        warnings.warn(
+            f"{n:,} samples: fitting a stratified sketch of {rows.size:,} (max_samples='auto': "
+            f"the same fraction of every class, at least {floor} of each); max_samples=None fits "
+            "every sample exactly, which can take hours at this size.", UserWarning, stacklevel=3)
     logger.info("fitting on a stratified sketch of %d of %d samples", rows.size, n)
     if isinstance(X, _DaskRows):
         return X.take(rows), take_rows(y, rows), rows

@@ -126,10 +126,13 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         Largest number of EP sweeps per path step.
     constant_features : {"warn", "ignore", "raise"}, default="warn"
         Constant features are kept out with a warning, silently, or refused (DataError).
-    max_samples : int >= 2 or None, default=None
-        Fit a deterministic stratified sketch of at most this many samples (``sketch_``).
+    max_samples : int >= 2, "auto" or None, default="auto"
+        Fit a deterministic stratified sketch of at most this many samples (``sketch_``);
+        ``"auto"``: above 2,000 samples a sketch of 2,000 with at least 50 of every class (all of
+        a smaller class), announced by a warning; None: every sample.
     n_jobs : int or None, default=-1
-        Problems and folds in parallel threads (-1: every core; None or 1: one); same results.
+        Problems and folds in parallel (-1: every core; None or 1: one): worker processes for
+        large fits, threads for small ones; the same results for any value.
     certainty : bool, default=True
         ``pip_`` and ``credible_sets_`` by spike-and-slab EP on the selection's neighbourhood
         (guide: "How sure is each gene"; feature basis without covariates).
@@ -206,7 +209,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                  intercept_alpha=INTERCEPT_ALPHA, cv=5, cv_repeats=1, cv_rule=CV_RULES[0],
                  max_genes=None, multiclass=MULTICLASS[0], variance_scale_min=0.5, random_state=0,
                  loo_prob_scale=50.0, damping=1.0, ep_tol="auto", ep_max_iter=200,
-                 constant_features="warn", max_samples=None, n_jobs=-1, certainty=True):
+                 constant_features="warn", max_samples="auto", n_jobs=-1, certainty=True):
         self.criterion = criterion
         self.kernel = kernel
         self.gamma = gamma
@@ -257,7 +260,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         "ep_tol": [Interval(Real, 0, None, closed="neither"), Options({"auto"})],
         "ep_max_iter": [Interval(Integral, 1, None, closed="left")],
         "constant_features": [Options({"warn", "ignore", "raise"})],
-        "max_samples": [Interval(Integral, 2, None, closed="left"), None],
+        "max_samples": [Interval(Integral, 2, None, closed="left"), Options({"auto"}), None],
         "n_jobs": [Interval(Integral, 1, None, closed="left"),
                    Interval(Integral, None, -1, closed="right"), None],
         "certainty": ["boolean"],
