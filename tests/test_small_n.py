@@ -86,8 +86,8 @@ def test_the_loo_score_is_that_of_refits_on_the_folds():
 
 def test_multiclass_choices_and_seeds_reproduce():
     rng = np.random.default_rng(3)
-    X = rng.normal(size=(60, 20))
-    y = np.argmax(X[:, :3] + 0.5 * rng.normal(size=(60, 3)), axis=1)
+    X = rng.normal(size=(45, 8))
+    y = np.argmax(X[:, :3] + rng.normal(size=(45, 3)), axis=1)
     a = _fit(X, y, random_state=4)
     b = _fit(X, y, random_state=4, n_jobs=1)
     assert len(a.cv_choice_) == 3
