@@ -79,7 +79,8 @@ CvRuleOpt = Annotated[
         help="How the inner cross-validation chooses the number of genes (fit's default "
         "--criterion cv; evaluate's ARD-EP): 'min' keeps the size of lowest held-out log-loss "
         "(the default); '1se' the smallest size within one standard error of it (fewer genes; "
-        "glmnet's lambda.1se).",
+        "glmnet's lambda.1se); 'min+paper' below 500 samples that or the LOO model of the "
+        "paper's settings, whichever has the lower held-out log-loss by one standard error.",
     ),
 ]
 

@@ -30,7 +30,7 @@ from ._base import ConstantFeatureWarning, _ARDPathEstimator, _Chosen
 from ._binary_fit import check_steps, fit_problems
 from ._certainty import certainty_table
 from ._constraints import Interval, Options, check_params
-from ._cv import Calibration, check_groups, choose_by_cv
+from ._cv import SMALL_N, Calibration, check_groups, choose_by_cv
 from ._neighbourhood import add_certainty_columns, certainty_frames, fit_certainty
 from ._posterior import Posterior
 
@@ -41,6 +41,11 @@ logger = logging.getLogger("ardselect")
 #: Default prior precision of the intercept (sd 10 latent units): weak, but proper.
 INTERCEPT_ALPHA = 1e-2
 
+
+#: The settings of Qi et al. (2004) that differ from the defaults: the path of the LOO model that
+#: ``cv_rule="min+paper"`` sets against the frontier's choice below ``SMALL_N`` samples.
+PAPER_SETTINGS = {"alpha_min": 1e-2, "inclusion_penalty": 0.0, "intercept_alpha": "ard",
+                  "tol": 1e-5}
 
 #: A dask array with more rows than this, fitted without ``max_samples``, is gathered whole with a
 #: warning: exact EP on that many samples is slow, and the matrix may not fit in memory.
@@ -104,8 +109,9 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         ``"holdout"``: one validation split holding out a fifth of the samples.
     cv_repeats : int >= 1, default=1
         Repeats of the inner cross-validation with new folds, pooled.
-    cv_rule : {"min", "1se"}, default="min"
-        The size of lowest held-out log-loss, or the smallest within one standard error of it.
+    cv_rule : {"min", "1se", "min+paper"}, default="min"
+        The size of lowest held-out log-loss, or the smallest within one standard error of it;
+        ``"min+paper"``: below 500 samples, that or the paper settings' LOO model (``cv_choice_``).
     max_genes : int >= 1 or None, default=None
         Gene budget: the best model with at most this many genes per binary problem.
     multiclass : {"ovr", "shared"}, default="ovr"
@@ -156,6 +162,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         The frontier: per problem and size ``n_genes``, ``step``, ``cv_log_loss``,
         ``cv_log_loss_se``, ``cv_error``, ``cv_error_se``, the calibration (``temperature``,
         ``variance_scale``, ``offset``), ``cv_log_loss_final``, ``chosen`` and ``one_se``.
+    cv_choice_ : pandas.DataFrame (``cv_rule="min+paper"``: the rule kept per class, its scores)
     cv_groups_ : pandas.DataFrame
         After ``fit(X, y, groups=...)``: each group's held-out error and log-loss.
     temperature_, variance_scale_, calibration_offset_ : ndarray of shape (n_problems,)
@@ -167,11 +174,9 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     credible_sets_ : pandas.DataFrame
         Per gene of a set: ``class``, ``set``, ``feature``, ``pip``, ``set_probability``,
         ``size``, ``purity``.
-    posteriors_ : list of Posterior
-        Posterior of each problem's selected weights (:class:`ardselect.model.Posterior`).
+    posteriors_ : list of Posterior (of each problem's selected weights, ardselect.model)
     relevance_vectors_ : ndarray of int (kernel basis: the training points in the model)
-    n_iter_ : int
-        Largest number of path steps of a binary problem.
+    n_iter_ : int (the largest number of path steps of a binary problem)
     n_features_in_, n_covariates_in_ : int
     feature_names_in_ : ndarray of str (only when X has string column names)
 
@@ -353,14 +358,21 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                 spec, problems, classes, y_idx, Phi_s, allowed, scale, joint=self._joint,
                 tasks=tasks, client=client, names=self._basis_names, icol=self._icol,
                 estimator_name=type(self).__name__, max_steps=self.max_steps)
+            if hasattr(self, "cv_choice_"):
+                del self.cv_choice_
             if self.criterion == "cv":
-                self.cv_results_, self._combine_temperature, by_group = choose_by_cv(
+                paper = self._paper_fits(Phi_s, problems, classes, y_idx, allowed, scale, tasks,
+                                         client)
+                rule = "min" if self.cv_rule == "min+paper" else self.cv_rule
+                self.cv_results_, self._combine_temperature, by_group, choice = choose_by_cv(
                     self._fits, spec, problems, y_idx, Phi_s, allowed, cv=self.cv,
                     cv_repeats=self.cv_repeats, random_state=self.random_state,
-                    s_min=self.variance_scale_min, rule=self.cv_rule, max_genes=self.max_genes,
-                    joint=self._joint, tasks=tasks, client=client, groups=groups)
+                    s_min=self.variance_scale_min, rule=rule, max_genes=self.max_genes,
+                    joint=self._joint, tasks=tasks, client=client, groups=groups, paper=paper)
                 if by_group is not None:
                     self.cv_groups_ = by_group
+                if choice is not None:
+                    self.cv_choice_ = choice
         # Choose, and set the fitted attributes.
         self._set_steps([f.choose(self.criterion, self.max_genes) for f in self._fits])
         if lazy:
@@ -371,6 +383,25 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         self.path_ = pd.concat([self._path_frame(f.steps, extra, problem_label=f.positive_class)
                                 for f in self._fits], ignore_index=True)
         return self
+
+    def _paper_fits(self, Phi_s, problems, classes, y_idx, allowed, scale, tasks, client):
+        """``(spec, fits)`` of the paper settings' full paths, when ``cv_rule="min+paper"`` applies.
+
+        It applies below ``SMALL_N`` training samples, with one-vs-rest problems and no gene
+        budget; otherwise None.
+        """
+        if (self.cv_rule != "min+paper" or Phi_s.shape[0] >= SMALL_N or self._joint
+                or self.max_genes is not None):
+            return None
+        paper = copy.copy(self)
+        for key, value in {**PAPER_SETTINGS, "criterion": "loo"}.items():
+            setattr(paper, key, value)
+        spec = paper._path_spec(Phi_s.shape[0])
+        fits, _ = fit_problems(
+            spec, problems, classes, y_idx, Phi_s, allowed, scale, joint=False, tasks=tasks,
+            client=client, names=self._basis_names, icol=self._icol,
+            estimator_name=type(self).__name__, max_steps=self.max_steps)
+        return spec, fits
 
     def _path_spec(self, n_samples):
         """The settings of every path run of this fit (the full fit's and the folds')."""

@@ -54,6 +54,8 @@ from ._binary_fit import as_runs
 
 __all__ = [
     "NULL_SE",
+    "PAPER_SE",
+    "SMALL_N",
     "S_MIN",
     "T_MIN",
     "Calibration",
@@ -82,6 +84,15 @@ OFFSET_MAX = 10.0
 
 #: Paired standard errors by which a model with genes must beat the intercept-only model.
 NULL_SE = 1.0
+
+#: ``cv_rule="min+paper"``: below this many training samples the paper-settings LOO model competes
+#: with the frontier's choice.
+SMALL_N = 500
+
+#: Paired standard errors by which the paper-settings LOO model must beat the frontier's choice:
+#: the frontier's held-out log-loss is the lowest of many sizes (optimistic), the LOO model's is
+#: that of one rule.
+PAPER_SE = 1.0
 
 #: ``cv="holdout"``: one validation split holding out ``1 / HOLDOUT_FOLDS`` of the samples (the
 #: first fold of the stratified ``HOLDOUT_FOLDS``-fold split).
@@ -576,6 +587,67 @@ def _choose_joint(tables, y_pooled, rule, null_se):
     return next(j for j, r in enumerate(tables[0][0]) if r["n_genes"] == best)
 
 
+def fold_paper(spec, k, y_idx, Phi_s, allowed, train, test):
+    """The paper-settings path refitted on a fold's training part, and its ``"loo"`` model.
+
+    Returns the ``(2, n_test)`` held-out latent means and variances of the step the ``"loo"``
+    criterion picks on the fold's path, and the columns of its genes.
+    """
+    from ._binary_fit import path_choice
+
+    Phi_tr, allowed_f, rows = fold_design(Phi_s, allowed, spec.nongene, train, test)
+    t = np.where(y_idx[train] == k, 1.0, -1.0)
+    held = np.atleast_1d(spec.nongene)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the full fit reports its own warnings
+        run = run_binary(spec, sign_in_place(Phi_tr, t), allowed_f)
+    sizes = [int(np.sum(~np.isin(s.active, held))) for s in run.steps[:run.n_path]]
+    st = run.steps[path_choice(run.steps[:run.n_path], "loo", sizes)]
+    return step_latent(run.problem, st, rows), st.active[~np.isin(st.active, held)]
+
+
+def paper_challenge(fronts, spec, problems, y_idx, Phi_s, allowed, folds, tasks, *, s_min,
+                    margin=PAPER_SE):
+    """Score the paper-settings ``"loo"`` model on the folds of the frontier, problem by problem.
+
+    ``spec`` is the paper settings' :class:`~ardselect.engine._problem.PathSpec`; ``fronts`` the
+    problems' :class:`Frontier` (their ``latent`` and ``rows``: the chosen size's calibrated
+    held-out latents on the pooled rows). Each fold's paper path is refitted and its ``"loo"``
+    step predicts the fold's held-out samples; the pooled held-out latents are calibrated as the
+    frontier's chosen size is (:func:`fit_calibration`). The LOO model wins a problem when its mean
+    per-sample log-loss is below the frontier choice's by at least ``margin`` paired standard
+    errors. Returns one dict per problem: ``won``, the calibrated held-out ``latent`` of the
+    LOO model, its :class:`Calibration`, the columns' share of fold models holding them
+    (``frequency``), and the scores (``frontier_log_loss``, ``loo_log_loss``, ``difference``,
+    ``difference_se``).
+    """
+    n = y_idx.shape[0]
+    n_pooled = max(off for _, _, off in folds) + n
+    keys = [(i, off, tr, te) for tr, te, off in folds for i in range(len(problems))]
+    res = tasks(fold_paper, [(spec, problems[i], y_idx, Phi_s, allowed, tr, te)
+                             for i, _, tr, te in keys])
+    out = []
+    for i, (k, fr) in enumerate(zip(problems, fronts, strict=True)):
+        arr = np.zeros((2, n_pooled))
+        freq = np.zeros(allowed.shape[0])
+        for (j, off, _, te), (latent, genes) in zip(keys, res, strict=True):
+            if j == i:
+                arr[:, off + te] = latent
+                freq[genes] += 1.0
+        arr = arr[:, fr.rows]
+        t = np.where(np.tile(y_idx, n_pooled // n)[fr.rows] == k, 1.0, -1.0)
+        cal, _ = fit_calibration(arr[0], arr[1], t, s_min)
+        z = calibrated_latent(arr[0], arr[1], cal)
+        d = -log_ndtr(t * z) + log_ndtr(t * fr.latent)  # LOO model minus frontier, per sample
+        se = float(np.std(d, ddof=1) / np.sqrt(d.size)) if d.size > 1 else np.inf
+        out.append({"won": bool(np.mean(d) < -margin * se), "latent": z, "calibration": cal,
+                    "frequency": freq / len(folds),
+                    "frontier_log_loss": float(np.mean(-log_ndtr(t * fr.latent))),
+                    "loo_log_loss": float(np.mean(-log_ndtr(t * z))),
+                    "difference": float(np.mean(d)), "difference_se": se})
+    return out
+
+
 def check_groups(groups, y, criterion):
     """``groups`` (one label per sample) as an array of strings, or None; checked against ``y``."""
     if groups is None:
@@ -666,7 +738,7 @@ def group_table(fronts, y_idx, groups, combine_temperature):
 
 
 def choose_by_cv(fits, spec, problems, y_idx, Phi_s, allowed, *, cv, cv_repeats, random_state,
-                 s_min, rule, max_genes, joint, tasks, client=None, groups=None):
+                 s_min, rule, max_genes, joint, tasks, client=None, groups=None, paper=None):
     """Choose each problem's size and calibration by inner cross-validation.
 
     Sets ``cv_step``, ``step_calibration`` and ``frequency`` on every
@@ -677,6 +749,12 @@ def choose_by_cv(fits, spec, problems, y_idx, Phi_s, allowed, *, cv, cv_repeats,
     runs the fold refits; ``client`` is a dask Client (or falsy). ``cv`` is the number of folds,
     or ``"holdout"`` for one validation split. Fewer than 2 samples in a class: the LOO choice
     instead, with a warning.
+
+    ``paper``: ``(spec, fits)`` of the paper settings' full paths (``cv_rule="min+paper"``),
+    or None. Each problem's LOO model of those settings then competes with the frontier's choice
+    on the same folds (:func:`paper_challenge`); where it wins, its fit replaces the problem's
+    in ``fits`` (in place), with the LOO step as ``cv_step``. The fourth value returned is then
+    the table of ``ARDClassifier.cv_choice_`` (else None).
     """
     holdout = cv == "holdout"  # one validation split: the first of HOLDOUT_FOLDS folds
     cv = HOLDOUT_FOLDS if holdout else int(cv)
@@ -691,7 +769,7 @@ def choose_by_cv(fits, spec, problems, y_idx, Phi_s, allowed, *, cv, cv_repeats,
             stacklevel=3)
         for fit in fits:
             fit.cv_step = fit.choose("loo", max_genes)
-        return pd.DataFrame(), 1.0, None
+        return pd.DataFrame(), 1.0, None, None
     folds = make_folds(y_idx, n_folds, cv_repeats, random_state, groups, holdout=holdout)
     design = client.scatter(Phi_s, broadcast=True, hash=False) if client else Phi_s
     fronts, combine_temperature = cross_validate(
@@ -711,6 +789,30 @@ def choose_by_cv(fits, spec, problems, y_idx, Phi_s, allowed, *, cv, cv_repeats,
     cols = ["class", "n_genes", "step", "cv_log_loss", "cv_log_loss_se", "cv_error",
             "cv_error_se", "temperature", "variance_scale", "offset", "cv_log_loss_final",
             "chosen", "one_se"]
+    choice = None
+    if paper is not None:
+        paper_spec, paper_fits = paper
+        challenge = paper_challenge(fronts, paper_spec, problems, y_idx, design, allowed, folds,
+                                    tasks, s_min=s_min)
+        choice = []
+        for i, (fit, front, c) in enumerate(zip(fits, fronts, challenge, strict=True)):
+            alt = paper_fits[i]
+            alt.cv_step = alt.choose("loo")
+            alt.step_calibration = {alt.cv_step: c["calibration"]}
+            alt.frequency = c["frequency"]
+            choice.append({"class": fit.positive_class, "rule": "loo" if c["won"] else "frontier",
+                           "frontier_genes": fit.n_genes(fit.steps[fit.cv_step].active),
+                           "loo_genes": alt.n_genes(alt.steps[alt.cv_step].active),
+                           **{key: c[key] for key in ("frontier_log_loss", "loo_log_loss",
+                                                      "difference", "difference_se")}})
+            if c["won"]:
+                fits[i] = alt
+                front.latent = c["latent"]
+        if len(problems) > 1 and any(c["won"] for c in challenge):
+            z = np.column_stack([fr.latent for fr in fronts])
+            combine_temperature = fit_combine_temperature(z, np.tile(y_idx, 1 + max(
+                off for _, _, off in folds) // y_idx.shape[0])[fronts[0].rows])[0]
+        choice = pd.DataFrame(choice)
     by_group = (None if groups is None
                 else group_table(fronts, y_idx, groups, combine_temperature))
-    return pd.DataFrame(rows, columns=cols), combine_temperature, by_group
+    return pd.DataFrame(rows, columns=cols), combine_temperature, by_group, choice
