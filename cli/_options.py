@@ -60,6 +60,17 @@ CriterionOpt = Annotated[
 ]
 
 #: ``--max-genes``, as ``fit`` and ``evaluate`` take it.
+PanelOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--panel",
+        help="Panel budget: at most this many distinct genes over all classes together (the "
+        "union of the classes' genes; >= 1), the best models of the frontier within it. Each "
+        "class keeps at most the genes it would choose alone; with --multiclass shared, the "
+        "best shared size of at most this many genes. Needs --criterion cv. Default: no budget.",
+        show_default=False,
+    ),
+]
 MaxGenesOpt = Annotated[
     int | None,
     typer.Option(
@@ -254,6 +265,7 @@ QuietOpt = Annotated[
 ARD_ONLY = {
     "criterion": ("--criterion", "it averages over gene sets instead of choosing one"),
     "max_genes": ("--max-genes", "it averages over gene sets instead of choosing one"),
+    "panel": ("--panel", "it averages over gene sets instead of choosing one"),
     "cv_rule": ("--cv-rule", "it runs no inner cross-validation"),
     "inclusion_penalty": ("--inclusion-penalty", "its prior on the number of genes is built in"),
     "max_steps": ("--max-steps", "it has no path"),

@@ -336,7 +336,7 @@ def write_fit_report(folder: Path, sig, adata, *, data: Path, label_key: str,
         others = [c for c in classes if c != problems[0]]
         comparison = f"{problems[0]} against {' + '.join(others)}"
     settings = [f"criterion {criterion}"]
-    for name, shown in (("cv_rule", "cv_rule"), ("max_genes", "max_genes"),
+    for name, shown in (("cv_rule", "cv_rule"), ("max_genes", "max_genes"), ("panel", "panel"),
                         ("multiclass", "multiclass"), ("inclusion_penalty", "inclusion_penalty"),
                         ("max_samples", "max_samples"), ("random_state", "seed")):
         if est.get(name) is not None and str(est[name]) != "None":

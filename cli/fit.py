@@ -34,6 +34,7 @@ from ._options import (
     Model,
     MulticlassOpt,
     OverwriteOpt,
+    PanelOpt,
     PositiveOpt,
     PseudobulkOpt,
     PseudocountOpt,
@@ -102,13 +103,14 @@ def fit(
             "cannot tell apart whose PIPs add up to >= 0.95; empty if none), also listed in "
             "credible_sets.tsv; model.json holds the model for 'ardselect predict'. It writes no "
             "path, frontier or plots, and takes none "
-            "of the options of the ARD path (--criterion, --max-genes, --cv-rule, "
+            "of the options of the ARD path (--criterion, --max-genes, --panel, --cv-rule, "
             "--inclusion-penalty, --max-steps, --multiclass, --seed, --lazy, --max-samples).",
             case_sensitive=False,
         ),
     ] = Model.ard,
     criterion: CriterionOpt = DEFAULT_CRITERION,
     max_genes: MaxGenesOpt = None,
+    panel: PanelOpt = None,
     cv_rule: CvRuleOpt = DEFAULT_CV_RULE,
     positive: PositiveOpt = None,
     layer: LayerOpt = None,
@@ -240,6 +242,13 @@ def fit(
         if n_jobs == 0 or n_jobs < -1:
             msg = f"--n-jobs must be a number of workers (1 or more) or -1 (all cores), got {n_jobs}"
             raise UsageError(msg)
+        if panel is not None and panel < 1:
+            msg = f"--panel must be a number of genes (1 or more), got {panel}"
+            raise UsageError(msg)
+        if panel is not None and criterion.value != "cv":
+            msg = (f"--panel is chosen on the inner cross-validation's frontier (--criterion cv), "
+                   f"not with --criterion {criterion.value}; --max-genes caps each class instead")
+            raise UsageError(msg)
         if groups is not None and criterion.value != "cv":
             msg = (f"--groups is used by the inner cross-validation of --criterion cv only, not "
                    f"with --criterion {criterion.value}")
@@ -295,7 +304,7 @@ def fit(
         estimator = ardselect.SpikeSlabClassifier() if spikeslab else ardselect.ARDClassifier(
             criterion=criterion.value, random_state=seed_value(seed), n_jobs=n_jobs,
             certainty=certainty, inclusion_penalty=penalty, max_samples=max_samples,
-            max_genes=max_genes, cv_rule=cv_rule.value, multiclass=multiclass.value,
+            max_genes=max_genes, panel=panel, cv_rule=cv_rule.value, multiclass=multiclass.value,
             **({} if max_steps is None else {"max_steps": int(max_steps)}))
         written = FitOutputs(data=data, label_key=label_key, out=out, write_h5ad=write_h5ad,
                              overwrite=overwrite, symbol_key_given=symbol_key is not None,

@@ -57,6 +57,7 @@ class BinaryFit:
         self.cv_step = None  # the step the inner cross-validation chose (criterion="cv")
         self.step_calibration = {}  # step -> Calibration fitted by the inner CV
         self.frequency = None  # (m,) share of the fold models of the chosen size holding a column
+        self.joint_losses = None  # shared fit: {size: pooled multi-class held-out log-loss}
 
     def choose(self, criterion, max_genes=None):
         """The step ``criterion`` picks: the paper's criteria read the path proper.

@@ -30,7 +30,7 @@ from ._base import ConstantFeatureWarning, _ARDPathEstimator, _Chosen
 from ._binary_fit import check_steps, fit_problems
 from ._certainty import certainty_table
 from ._constraints import Interval, Options, check_params
-from ._cv import SMALL_N, Calibration, check_groups, choose_by_cv
+from ._cv import SMALL_N, Calibration, check_groups, check_panel, choose_by_cv, choose_panel
 from ._neighbourhood import add_certainty_columns, certainty_frames, fit_certainty
 from ._posterior import Posterior
 
@@ -114,6 +114,13 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         ``"min+paper"``: below 500 samples, that or the paper settings' LOO model (``cv_choice_``).
     max_genes : int >= 1 or None, default=None
         Gene budget: the best model with at most this many genes per binary problem.
+    panel : int >= 1 or None, default=None
+        Panel budget: at most this many distinct genes over all classes (the union of the
+        classes' genes), the best models of the frontier within it. One-vs-rest: each class's
+        size is chosen on its frontier, at most the size it would choose alone, by a greedy
+        search for the least summed held-out log-loss whose genes fit the budget
+        (:func:`ardselect.estimators._cv.choose_panel`); ``"shared"``: the best shared size of
+        at most ``panel`` genes. Only with ``criterion="cv"``; with ``max_genes`` both hold.
     multiclass : {"ovr", "shared"}, default="ovr"
         More than two classes: one path and size per class, or one path for all (each gene's
         precision shared by every class, so all classes use the same genes).
@@ -212,7 +219,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                  coef0=1.0, fit_intercept=True, init="auto", max_init="auto", max_steps=2000,
                  tol=1e-2, alpha_min=10.0, patience=20, inclusion_penalty=0.0,
                  intercept_alpha=INTERCEPT_ALPHA, cv=5, cv_repeats=1, cv_rule=CV_RULES[0],
-                 max_genes=None, multiclass=MULTICLASS[0], variance_scale_min=0.5, random_state=0,
+                 max_genes=None, panel=None, multiclass=MULTICLASS[0], variance_scale_min=0.5, random_state=0,
                  loo_prob_scale=50.0, damping=1.0, ep_tol="auto", ep_max_iter=200,
                  constant_features="warn", max_samples="auto", n_jobs=-1, certainty=True):
         self.criterion = criterion
@@ -233,6 +240,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         self.cv_repeats = cv_repeats
         self.cv_rule = cv_rule
         self.max_genes = max_genes
+        self.panel = panel
         self.multiclass = multiclass
         self.variance_scale_min = variance_scale_min
         self.random_state = random_state
@@ -253,6 +261,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         "cv_repeats": [Interval(Integral, 1, None, closed="left")],
         "cv_rule": [Options(set(CV_RULES))],
         "max_genes": [Interval(Integral, 1, None, closed="left"), None],
+        "panel": [Interval(Integral, 1, None, closed="left"), None],
         "multiclass": [Options(set(MULTICLASS))],
         "variance_scale_min": [Interval(Real, 0, 1, closed="both")],
         "random_state": ["random_state"],
@@ -304,6 +313,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         self : ARDClassifier
         """
         check_params(self)  # one clear error naming the parameter and its range
+        check_panel(self.panel, self.criterion)
         require_y(self, y)
         if hasattr(self, "cv_groups_"):
             del self.cv_groups_  # a refit without groups must not keep the last fit's table
@@ -368,7 +378,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
                     self._fits, spec, problems, y_idx, Phi_s, allowed, cv=self.cv,
                     cv_repeats=self.cv_repeats, random_state=self.random_state,
                     s_min=self.variance_scale_min, rule=rule, max_genes=self.max_genes,
-                    joint=self._joint, tasks=tasks, client=client, groups=groups, paper=paper)
+                    joint=self._joint, tasks=tasks, client=client, groups=groups, paper=paper,
+                    panel=self.panel)
                 if by_group is not None:
                     self.cv_groups_ = by_group
                 if choice is not None:
@@ -388,10 +399,10 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         """``(spec, fits)`` of the paper settings' full paths, when ``cv_rule="min+paper"`` applies.
 
         It applies below ``SMALL_N`` training samples, with one-vs-rest problems and no gene
-        budget; otherwise None.
+        budget (``max_genes`` or ``panel``); otherwise None.
         """
         if (self.cv_rule != "min+paper" or Phi_s.shape[0] >= SMALL_N or self._joint
-                or self.max_genes is not None):
+                or self.max_genes is not None or self.panel is not None):
             return None
         paper = copy.copy(self)
         for key, value in {**PAPER_SETTINGS, "criterion": "loo"}.items():
@@ -417,11 +428,13 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             fixed = {**(fixed or {}), **{int(c): float(held) for c in self._cov_cols}}
         penalty = (0.5 * np.log(n_samples) if self.inclusion_penalty == "bic"
                    else float(self.inclusion_penalty))
-        # The pruning tail: down to every size of the frontier (and to the gene budget itself),
-        # for criterion="cv", or within the gene budget for the paper's criteria.
+        # The pruning tail: down to every size of the frontier (and to the gene and panel
+        # budgets themselves), for criterion="cv", or within the gene budget for the paper's
+        # criteria.
         sizes = None
         if self.criterion == "cv" or self.max_genes is not None:
-            grid = set(SIZE_GRID) | ({int(self.max_genes)} if self.max_genes is not None else set())
+            budgets = {int(b) for b in (self.max_genes, self.panel) if b is not None}
+            grid = set(SIZE_GRID) | budgets
             if fixed is None or self.criterion != "cv":
                 grid.discard(0)  # no intercept-only model to fall back to (or to choose)
             sizes = tuple(sorted(grid))
@@ -536,6 +549,40 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         check_criterion(criterion)
         return np.array([f.choose(criterion, self.max_genes) for f in self._fits],
                         dtype=np.intp)
+
+    def _at_panel(self, panel):
+        """A fitted copy using the models a fit with ``panel`` would choose, without refitting.
+
+        For benchmarks that compare many budgets on one fit. The choice reads the frontier
+        (``cv_results_``) as a fit with ``panel`` makes it, with two differences: the frontier
+        holds the default grid of sizes (a fit with ``panel`` adds the budget itself), and the
+        copy keeps the calibration the inner cross-validation fitted at each size without its
+        variance scale (fitted for the chosen sizes only) and with a combination temperature of
+        1. One-vs-rest: :func:`~ardselect.estimators._cv.choose_panel`, each class at most the
+        size it chose; shared: the size of least pooled multi-class log-loss within the budget.
+        """
+        check_is_fitted(self)
+        if self.criterion != "cv" or getattr(self, "cv_results_", pd.DataFrame()).empty:
+            msg = "a panel is chosen on the inner cross-validation's frontier (criterion='cv')"
+            raise ValueError(msg)
+        r = self.cv_results_
+        fronts = [r[r["class"] == f.positive_class].sort_values("n_genes") for f in self._fits]
+        if getattr(self, "_joint", False):
+            pooled = self._fits[0].joint_losses
+            sizes = [k for k in sorted(pooled) if k <= panel]
+            best = min(sizes, key=lambda k: (pooled[k], k))
+            step = int(fronts[0].loc[fronts[0]["n_genes"] == best, "step"].iloc[0])
+            return self.at_step(step)
+        def genes(fit, step):
+            act = fit.steps[int(step)].active
+            return frozenset(act[~(np.isin(act, fit.covariate_cols)
+                                   | (act == fit.intercept_col))].tolist())
+
+        sets = [[genes(f, st) for st in fr["step"]]
+                for f, fr in zip(self._fits, fronts, strict=True)]
+        upto = [int(np.flatnonzero(fr["chosen"].to_numpy())[0]) for fr in fronts]
+        pick = choose_panel([fr["cv_log_loss"].tolist() for fr in fronts], sets, panel, upto)
+        return self.at_step([int(fr["step"].iloc[j]) for fr, j in zip(fronts, pick, strict=True)])
 
     def at_step(self, step):
         """A fitted copy of this classifier using the model at path ``step``.

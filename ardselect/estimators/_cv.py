@@ -48,6 +48,7 @@ from scipy.special import log_ndtr
 
 from ..engine._design import as_design, dense
 from ..engine._problem import run_binary, run_joint, sign_in_place, size_steps
+from ..exceptions import ParameterError
 from ..numerics._ep import LatentPosterior
 from ..numerics._probit import inv_mills, moderated_latent, ovr_log_proba
 from ._binary_fit import as_runs
@@ -63,6 +64,7 @@ __all__ = [
     "calibrate",
     "calibrated_latent",
     "choose_by_cv",
+    "choose_panel",
     "choose_size",
     "cross_validate",
     "fit_calibration",
@@ -393,6 +395,147 @@ def choose_size(records, losses, rule="min", null_se=NULL_SE):
     return pick
 
 
+def choose_panel(losses, genes, panel, upto=None):
+    """One size per problem whose genes together number at most ``panel``: the panel choice.
+
+    ``losses[i][j]`` is problem ``i``'s held-out log-loss at its ``j``-th size (smallest size
+    first) and ``genes[i][j]`` the set of genes of that size's model on the full path; ``upto[i]``
+    (default: the last) is the largest index problem ``i`` may take, the size it would choose
+    without the panel. The choice minimises the summed log-loss of the problems subject to the
+    union of their genes holding at most ``panel`` genes:
+
+    * if the unconstrained choices (``upto``) fit, they are the answer;
+    * otherwise two greedy searches run. *Growing*: every problem starts at its smallest size,
+      and one problem at a time moves to another of its sizes (up to ``upto``) that lowers its
+      log-loss and keeps the union within the budget, always the move of the largest drop of
+      log-loss per gene it adds to the union (moves that add none first), until none is left.
+      *Shrinking*: from the unconstrained choices, one problem at a time moves to a smaller
+      size, always the move of the smallest rise of log-loss per gene it frees, until the union
+      fits. Each result is then improved by moving two problems at once (one may shrink to free
+      genes for the other) while that lowers the sum, and the better of the two is kept.
+
+    This is a heuristic, not an exhaustive search: on random small frontiers
+    (``tests/test_panel.py``) it finds the exhaustive optimum in most cases and comes close in
+    the others. Returns the list of chosen indices; raises ValueError when the smallest sizes
+    already need more than ``panel`` genes.
+
+    Examples
+    --------
+    >>> losses = [[0.5, 0.2, 0.1], [0.6, 0.3, 0.25]]
+    >>> genes = [[set(), {"a"}, {"a", "b"}], [set(), {"c"}, {"c", "d"}]]
+    >>> choose_panel(losses, genes, 2)
+    [1, 1]
+    >>> choose_panel(losses, genes, 3)
+    [2, 1]
+    """
+    n = len(losses)
+    upto = [len(g) - 1 for g in genes] if upto is None else [int(u) for u in upto]
+    gene_sets = [[frozenset(s) for s in g] for g in genes]
+
+    def union(pick):
+        return frozenset().union(*(gene_sets[i][j] for i, j in enumerate(pick)))
+
+    if len(union(upto)) <= panel:
+        return list(upto)
+    pick = [0] * n
+    if len(union(pick)) > panel:
+        msg = (f"panel={panel} is smaller than the smallest models of the frontier, which need "
+               f"{len(union(pick))} distinct genes together; give a larger panel")
+        raise ValueError(msg)
+    grown = _exchange(losses, gene_sets, panel, upto, _grow(losses, gene_sets, panel, upto, pick))
+    shrunk = _exchange(losses, gene_sets, panel, upto, _shrink(losses, gene_sets, panel, upto))
+    return min((grown, shrunk), key=lambda p: sum(losses[i][j] for i, j in enumerate(p)))
+
+
+def _shrink(losses, gene_sets, panel, upto):
+    """From the unconstrained choices, shrink one problem at a time until the union fits.
+
+    Always the move of the smallest rise of log-loss per gene it frees from the union.
+    """
+    n = len(losses)
+    pick = list(upto)
+
+    def union(p):
+        return frozenset().union(*(gene_sets[i][j] for i, j in enumerate(p)))
+
+    while len(union(pick)) > panel:
+        current = len(union(pick))
+        best = None  # (key, i, j)
+        for i in range(n):
+            for j in range(pick[i]):
+                trial = pick[:i] + [j] + pick[i + 1:]
+                freed = current - len(union(trial))
+                rise = losses[i][j] - losses[i][pick[i]]
+                # A gene another problem also holds is freed only when both shrink: such moves
+                # (by the rise per gene the problem drops) come after those that free genes.
+                own = len(gene_sets[i][pick[i]]) - len(gene_sets[i][j])
+                key = (0, rise / freed) if freed > 0 else (1, rise / max(own, 1))
+                if best is None or key < best[0]:
+                    best = (key, i, j)
+        pick[best[1]] = best[2]  # every move lowers a size, and the smallest sizes fit
+    return pick
+
+
+def _grow(losses, gene_sets, panel, upto, pick):
+    """From ``pick``, grow one problem at a time (the best log-loss drop per added gene)."""
+    n = len(losses)
+    pick = list(pick)
+
+    def union(p):
+        return frozenset().union(*(gene_sets[i][j] for i, j in enumerate(p)))
+
+    while True:
+        current = union(pick)
+        best = None  # (key, i, j)
+        for i in range(n):
+            others = frozenset().union(*(gene_sets[o][pick[o]] for o in range(n) if o != i))
+            for j in range(upto[i] + 1):
+                drop = losses[i][pick[i]] - losses[i][j]
+                if j == pick[i] or not drop > 1e-12:
+                    continue
+                size = len(others | gene_sets[i][j])
+                if size > panel:
+                    continue
+                added = size - len(current)
+                key = (1, drop) if added <= 0 else (0, drop / added)
+                if best is None or key > best[0]:
+                    best = (key, i, j)
+        if best is None:
+            return pick
+        pick[best[1]] = best[2]
+
+
+def _exchange(losses, gene_sets, panel, upto, pick):
+    """Improve a panel choice by moving two problems at once (one may shrink to free genes).
+
+    Each round takes the pair of moves that lowers the summed log-loss most while keeping the
+    union within ``panel``, until none does.
+    """
+    n = len(losses)
+    pick = list(pick)
+    while True:
+        total = sum(losses[i][j] for i, j in enumerate(pick))
+        best = None  # (gain, i, a, k, b)
+        for i in range(n):
+            for k in range(i + 1, n):
+                rest = frozenset().union(*(gene_sets[o][pick[o]] for o in range(n)
+                                           if o not in (i, k)))
+                for a in range(upto[i] + 1):
+                    with_a = rest | gene_sets[i][a]
+                    if len(with_a) > panel:
+                        continue
+                    for b in range(upto[k] + 1):
+                        gain = (losses[i][pick[i]] + losses[k][pick[k]]
+                                - losses[i][a] - losses[k][b])
+                        if gain > 1e-12 * (1.0 + total) and (best is None or gain > best[0]) \
+                                and len(with_a | gene_sets[k][b]) <= panel:
+                            best = (gain, i, a, k, b)
+        if best is None:
+            return pick
+        _, i, a, k, b = best
+        pick[i], pick[k] = a, b
+
+
 # ---------------------------------------------------------------------------- the folds
 def fold_design(Phi_s, allowed, icol, train, test):
     """A fold's training design, the genes that may enter there and its held-out rows.
@@ -462,7 +605,8 @@ class Frontier:
     the index of the chosen record; ``frequency``: each column's share of the fold models of the
     chosen size that hold it, ``(m,)``; ``one_se``: the index of the size ``rule="1se"`` picks;
     ``latent``: the chosen size's calibrated held-out latent of every pooled sample held out;
-    ``rows``: those samples' pooled indices (repeat ``r`` of sample ``i`` is ``r * n + i``).
+    ``rows``: those samples' pooled indices (repeat ``r`` of sample ``i`` is ``r * n + i``);
+    ``pooled``: a shared fit's pooled multi-class log-loss of each size compared (else None).
     """
 
     records: list
@@ -471,6 +615,7 @@ class Frontier:
     one_se: int
     latent: np.ndarray | None = None
     rows: np.ndarray | None = None
+    pooled: dict | None = None
 
     def calibration(self, i):
         r = self.records[i]
@@ -479,7 +624,7 @@ class Frontier:
 
 def cross_validate(spec, runs, Phi_s, y_idx, problems, allowed, folds, run_tasks, *,
                    joint=False, s_min=S_MIN, rule="min", null_se=NULL_SE, max_genes=None,
-                   labels=None):
+                   panel=None, labels=None):
     """The frontier of every problem and the size chosen on it, from the fold refits.
 
     ``runs`` are the full training set's path runs (one per problem), ``problems`` the class index
@@ -489,7 +634,11 @@ def cross_validate(spec, runs, Phi_s, y_idx, problems, allowed, folds, run_tasks
     ``max_genes`` (the frontier still shows the larger sizes); ``labels`` name the problems'
     classes in the progress records. With ``joint`` one size is chosen
     for all classes, by the pooled multi-class log-loss (each class calibrated at that size).
-    Returns the problems' :class:`Frontier` and the combination temperature.
+    ``panel`` bounds the distinct genes of all problems together: with ``joint`` it is one more
+    cap on the shared size, else the sizes come from :func:`choose_panel` (the summed log-loss
+    of the problems, each at most the size it would choose on its own). Returns the problems'
+    :class:`Frontier` (a ``joint`` one with ``pooled``: the pooled multi-class log-loss of every
+    size compared) and the combination temperature.
     """
     n = y_idx.shape[0]
     n_pooled = max(off for _, _, off in folds) + n
@@ -527,16 +676,24 @@ def cross_validate(spec, runs, Phi_s, y_idx, problems, allowed, folds, run_tasks
         for r in records:
             r["step"] = full[r["n_genes"]]
         tables.append((records, losses, oof))
+    cap = min((b for b in (max_genes, panel if joint else None) if b is not None), default=None)
+
     def eligible(records):
         """The records a choice may take: those within the gene budget (smallest first)."""
-        return [r for r in records if max_genes is None or r["n_genes"] <= max_genes]
+        return [r for r in records if cap is None or r["n_genes"] <= cap]
 
+    pooled = None
     if joint:
-        pick = _choose_joint([(eligible(rec), losses, oof) for rec, losses, oof in tables],
-                             y_pooled, rule, null_se)
+        pick, pooled = _choose_joint([(eligible(rec), losses, oof) for rec, losses, oof in tables],
+                                     y_pooled, rule, null_se)
         chosen = [pick] * len(problems)
     else:
         chosen = [choose_size(eligible(rec), losses, rule, null_se) for rec, losses, _ in tables]
+        if panel is not None:
+            genes = [[frozenset(np.setdiff1d(run.steps[r["step"]].active, spec.nongene).tolist())
+                      for r in eligible(rec)] for (rec, _, _), run in zip(tables, runs, strict=True)]
+            chosen = choose_panel([[r["cv_log_loss"] for r in eligible(rec)] for rec, _, _ in tables],
+                                  genes, panel, upto=chosen)
     out = []
     for i, ((records, _, oof), c, k) in enumerate(zip(tables, chosen, problems, strict=True)):
         freq = np.zeros(m)
@@ -546,7 +703,7 @@ def cross_validate(spec, runs, Phi_s, y_idx, problems, allowed, folds, run_tasks
         t = np.where(y_pooled == k, 1.0, -1.0)
         for j in {c, one_se}:
             calibrate(records[j], oof[records[j]["n_genes"]], t, s_min)
-        fr = Frontier(records, c, freq / len(folds), one_se)
+        fr = Frontier(records, c, freq / len(folds), one_se, pooled=pooled)
         fr.latent = calibrated_latent(*oof[records[c]["n_genes"]], fr.calibration(c))
         fr.rows = kept
         out.append(fr)
@@ -563,6 +720,7 @@ def _choose_joint(tables, y_pooled, rule, null_se):
     Sizes held by every class are compared: the lowest mean (``rule="min"``, the smaller size on
     ties) or the smallest within one standard error of it (``"1se"``); a size with genes must
     beat size 0 by ``null_se`` paired standard errors of the per-sample multi-class log-loss.
+    Returns the chosen record's index and ``{size: pooled mean log-loss}`` of the sizes compared.
     """
     common = sorted(set.intersection(*[{r["n_genes"] for r in rec} for rec, _, _ in tables]))
     rows = np.arange(y_pooled.shape[0])
@@ -584,7 +742,17 @@ def _choose_joint(tables, y_pooled, rule, null_se):
         d = per[best] - per[0]
         if np.mean(d) > -null_se * np.std(d, ddof=1) / np.sqrt(d.size):
             best = 0
-    return next(j for j, r in enumerate(tables[0][0]) if r["n_genes"] == best)
+    means = {s: float(np.mean(v)) for s, v in per.items()}
+    return next(j for j, r in enumerate(tables[0][0]) if r["n_genes"] == best), means
+
+
+def check_panel(panel, criterion):
+    """Refuse a panel budget with the paper's criteria (its choice trades held-out log-loss)."""
+    if panel is not None and criterion != "cv":
+        msg = (f"panel is chosen on the inner cross-validation's frontier (criterion='cv'); got "
+               f"criterion={criterion!r}. The paper's criteria take a budget per class: "
+               "max_genes")
+        raise ParameterError(msg)
 
 
 def fold_paper(spec, k, y_idx, Phi_s, allowed, train, test):
@@ -738,7 +906,8 @@ def group_table(fronts, y_idx, groups, combine_temperature):
 
 
 def choose_by_cv(fits, spec, problems, y_idx, Phi_s, allowed, *, cv, cv_repeats, random_state,
-                 s_min, rule, max_genes, joint, tasks, client=None, groups=None, paper=None):
+                 s_min, rule, max_genes, joint, tasks, client=None, groups=None, paper=None,
+                 panel=None):
     """Choose each problem's size and calibration by inner cross-validation.
 
     Sets ``cv_step``, ``step_calibration`` and ``frequency`` on every
@@ -747,7 +916,9 @@ def choose_by_cv(fits, spec, problems, y_idx, Phi_s, allowed, *, cv, cv_repeats,
     temperature of the one-vs-rest combination and, with ``groups`` (held out whole by the folds,
     :func:`make_folds`), each group's held-out error and log-loss (else None). ``tasks(fn, args)``
     runs the fold refits; ``client`` is a dask Client (or falsy). ``cv`` is the number of folds,
-    or ``"holdout"`` for one validation split. Fewer than 2 samples in a class: the LOO choice
+    or ``"holdout"`` for one validation split; ``panel`` a budget of distinct genes over all
+    problems (:func:`cross_validate`). A shared fit also sets ``joint_losses`` (the pooled
+    multi-class log-loss by size) on every fit. Fewer than 2 samples in a class: the LOO choice
     instead, with a warning.
 
     ``paper``: ``(spec, fits)`` of the paper settings' full paths (``cv_rule="min+paper"``),
@@ -767,14 +938,19 @@ def choose_by_cv(fits, spec, problems, y_idx, Phi_s, allowed, *, cv, cv_repeats,
             f"criterion='cv' needs at least 2 samples of every class (the smallest class has "
             f"{smallest}); the model is chosen by criterion='loo' instead.", UserWarning,
             stacklevel=3)
+        if panel is not None and not joint and len(fits) > 1:
+            msg = (f"panel={panel} is chosen on the inner cross-validation's frontier, which "
+                   f"needs at least 2 samples of every class (the smallest class has {smallest})")
+            raise ValueError(msg)
+        cap = min((b for b in (max_genes, panel) if b is not None), default=None)
         for fit in fits:
-            fit.cv_step = fit.choose("loo", max_genes)
+            fit.cv_step = fit.choose("loo", cap)
         return pd.DataFrame(), 1.0, None, None
     folds = make_folds(y_idx, n_folds, cv_repeats, random_state, groups, holdout=holdout)
     design = client.scatter(Phi_s, broadcast=True, hash=False) if client else Phi_s
     fronts, combine_temperature = cross_validate(
         spec, as_runs(fits), design, y_idx, problems, allowed, folds, tasks, joint=joint,
-        s_min=s_min, rule=rule, null_se=NULL_SE, max_genes=max_genes,
+        s_min=s_min, rule=rule, null_se=NULL_SE, max_genes=max_genes, panel=panel,
         labels=[f.positive_class for f in fits])
     rows = []
     for fit, front in zip(fits, fronts, strict=True):
@@ -782,6 +958,7 @@ def choose_by_cv(fits, spec, problems, y_idx, Phi_s, allowed, *, cv, cv_repeats,
         fit.step_calibration = {r["step"]: front.calibration(i) for i, r in enumerate(recs)}
         fit.cv_step = recs[front.chosen]["step"]
         fit.frequency = front.frequency
+        fit.joint_losses = front.pooled
         one_se = front.one_se
         for i, r in enumerate(recs):
             rows.append({"class": fit.positive_class, **r, "chosen": i == front.chosen,
