@@ -95,23 +95,25 @@ def stratified_sketch(codes, max_samples):
 
 
 
-def sketch(X, y, max_samples):
-    """Rows of the stratified sketch (``max_samples``), or everything: ``(X, y, rows)``.
+def sketch(X, y, max_samples, *aligned):
+    """Rows of the stratified sketch (``max_samples``), or everything: ``(X, y, rows, *aligned)``.
 
-    ``rows`` is None when every row is kept.
+    ``rows`` is None when every row is kept. ``aligned`` are arrays of one value per row (the
+    groups, the covariates; None passes through), taken at the same rows.
     """
     n = X.shape[0] if isinstance(X, _DaskRows) else n_rows(X)
     if max_samples is None or n <= max_samples:
-        return X, y, None
+        return X, y, None, *aligned
     y_arr = np.asarray(y)
     if y_arr.shape[0] != n:
-        return X, y, None  # validation reports the mismatch
+        return X, y, None, *aligned  # validation reports the mismatch
     _, codes = np.unique(y_arr, return_inverse=True)
     rows = stratified_sketch(codes, max_samples)
     logger.info("fitting on a stratified sketch of %d of %d samples", rows.size, n)
+    aligned = tuple(None if a is None else np.asarray(a)[rows] for a in aligned)
     if isinstance(X, _DaskRows):
-        return X.take(rows), take_rows(y, rows), rows
-    return take_rows(X, rows), take_rows(y, rows), rows
+        return X.take(rows), take_rows(y, rows), rows, *aligned
+    return take_rows(X, rows), take_rows(y, rows), rows, *aligned
 
 
 def rows_to_fit(X, client, *, lazy, warn_rows, name):

@@ -521,7 +521,8 @@ def _fit(est, pre: Preprocessor, X, codes, groups, covariates, classes) -> _Fit:
     """Fit ``est`` on the preprocessed rows it fits; its warnings name classes by label."""
     # The estimator fits the stratified sketch of max_samples only: take its rows first and
     # transform those (the preprocessing statistics come from every sample).
-    X_fit, codes_fit, groups_fit, fit_rows = _rows_to_fit(est, X, codes, groups)
+    X_fit, codes_fit, groups_fit, covariates_fit, fit_rows = _rows_to_fit(est, X, codes, groups,
+                                                                          covariates)
     Z = pre.transform(X_fit)
     del X_fit
     code_to_label = {str(i): str(c) for i, c in enumerate(classes)}
@@ -530,9 +531,7 @@ def _fit(est, pre: Preprocessor, X, codes, groups, covariates, classes) -> _Fit:
         if _is_spikeslab(est):
             est.fit(Z, codes_fit)
         else:
-            if covariates is not None and fit_rows is not None:
-                covariates = np.asarray(covariates)[fit_rows]
-            est.fit(Z, codes_fit, groups=groups_fit, covariates=covariates)
+            est.fit(Z, codes_fit, groups=groups_fit, covariates=covariates_fit)
     for w in caught:
         # The estimator names classes by their integer codes ("class 9"); name them by their
         # labels. Only "class <code>" is rewritten, so other numbers (max_steps=2000) stay.
@@ -544,27 +543,23 @@ def _fit(est, pre: Preprocessor, X, codes, groups, covariates, classes) -> _Fit:
     return _Fit(est, pre, Z, codes_fit, fit_rows)
 
 
-def _rows_to_fit(est, X, codes, groups):
-    """The rows the estimator fits: ``(X, codes, groups, rows)``, ``rows`` None for every row.
+def _rows_to_fit(est, X, codes, groups, covariates):
+    """The rows the estimator fits: ``(X, codes, groups, covariates, rows)``, ``rows`` None for every row.
 
-    With ``max_samples`` below the number of in-memory samples, the stratified sketch the
-    estimator would draw (:func:`ardselect.engine._rows.sketch`, its parameters and ``groups`` checked
-    first, as its ``fit`` checks them); the estimator then fits those rows as given. Otherwise
-    everything, sketched (or not) by the estimator itself (a dask array gathers only its sketch).
+    For in-memory samples, the rows the estimator's ``fit`` would keep (its stratified sketch of
+    ``max_samples``, drawn by the estimator, its parameters and ``groups`` checked first as its
+    ``fit`` checks them); the estimator then fits those rows as given. Otherwise everything,
+    sketched (or not) by the estimator itself (a dask array gathers only its sketch).
     """
-    from ..engine._rows import sketch
     from ..estimators._constraints import check_params
     from ..estimators._cv import check_groups
 
-    max_samples = getattr(est, "max_samples", None)
-    if max_samples is None or as_design(X).lazy:
-        return X, codes, groups, None
+    if getattr(est, "max_samples", None) is None or as_design(X).lazy:
+        return X, codes, groups, covariates, None
     check_params(est)
     groups = check_groups(groups, codes, est.criterion)
-    X, codes_fit, rows = sketch(X, codes, max_samples)
-    if rows is None:
-        return X, codes, groups, None
-    return X, codes_fit, None if groups is None else groups[rows], rows
+    X, codes, rows, groups, covariates = est._sketch(X, codes, groups, covariates)
+    return X, codes, groups, covariates, rows
 
 
 # The tables ----------------------------------------------------------------------------------
