@@ -234,10 +234,8 @@ def fit(
         if n_jobs == 0 or n_jobs < -1:
             msg = f"--n-jobs must be a number of workers (1 or more) or -1 (all cores), got {n_jobs}"
             raise UsageError(msg)
-        if groups is not None and criterion.value != "cv":
-            msg = (f"--groups is used by the inner cross-validation of --criterion cv only, not "
-                   f"with --criterion {criterion.value}")
-            raise UsageError(msg)
+        if groups is not None:
+            _groups_need_cv(criterion.value)
         held = covariate_names(covariates)
         if pseudobulk is not None:
             if groups is not None:
@@ -428,6 +426,17 @@ class FitOutputs:
             sig.model.save(tmp / "model.json")
             self._h5ad(sig, adata, tx)
             tx.commit()
+
+
+def _groups_need_cv(criterion: str) -> None:
+    """A usage error (exit 2) for --groups with a criterion other than cv, in the library's words."""
+    from ardselect.estimators._cv import groups_need_cv
+
+    try:
+        groups_need_cv(criterion)
+    except ValueError as exc:
+        msg = f"--groups: {exc}"
+        raise UsageError(msg) from None
 
 
 def _refuse_ard_options(ctx):

@@ -576,14 +576,23 @@ def _choose_joint(tables, y_pooled, rule, null_se):
     return next(j for j, r in enumerate(tables[0][0]) if r["n_genes"] == best)
 
 
+def groups_need_cv(criterion, model=None):
+    """Groups are held out whole by the inner cross-validation only: a ValueError for another choice.
+
+    ``criterion`` is the estimator's choice of the model size; ``model`` names a model that has
+    none (``"spike-slab"``, ``criterion`` None), which takes no groups either.
+    """
+    if criterion != "cv":
+        what = f"criterion={criterion!r}" if model is None else f"model={model!r}"
+        msg = f"groups are used by the inner cross-validation of criterion='cv' only; got {what}"
+        raise ValueError(msg)
+
+
 def check_groups(groups, y, criterion):
     """``groups`` (one label per sample) as an array of strings, or None; checked against ``y``."""
     if groups is None:
         return None
-    if criterion != "cv":
-        msg = (f"groups are used by the inner cross-validation of criterion='cv' only; got "
-               f"criterion={criterion!r}")
-        raise ValueError(msg)
+    groups_need_cv(criterion)
     groups = np.asarray(groups, dtype=object)
     n = len(y)
     if groups.ndim != 1 or groups.shape[0] != n:

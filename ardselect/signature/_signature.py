@@ -27,6 +27,7 @@ from ..engine._validation import (
     check_finite_named,
     check_unique_names,
 )
+from ..estimators._cv import groups_need_cv
 from ..estimators._neighbourhood import set_memberships
 from ..exceptions import DataError, LabelError
 from ..model import PortableModel
@@ -362,10 +363,8 @@ def fit_signature(data: ExpressionData, *, preprocessor: Preprocessor | None = N
 
     pre, est = _check_settings(preprocessor, estimator)
     spikeslab = _is_spikeslab(est)
-    if data.groups is not None and (spikeslab or est.criterion != "cv"):
-        what = "model='spike-slab'" if spikeslab else f"criterion={est.criterion!r}"
-        msg = f"groups are used by the inner cross-validation of criterion='cv' only; got {what}"
-        raise ValueError(msg)
+    if data.groups is not None:
+        groups_need_cv(None if spikeslab else est.criterion, "spike-slab" if spikeslab else None)
     if data.covariates and spikeslab:
         msg = "covariates are held by the ARD model only; leave them out with model='spike-slab'"
         raise ValueError(msg)
