@@ -430,7 +430,7 @@ class FitOutputs:
 
 def _groups_need_cv(criterion: str) -> None:
     """A usage error (exit 2) for --groups with a criterion other than cv, in the library's words."""
-    from ardselect.estimators._cv import groups_need_cv
+    from ardselect.choices import groups_need_cv
 
     try:
         groups_need_cv(criterion)

@@ -46,6 +46,7 @@ import pandas as pd
 from scipy.optimize import minimize_scalar
 from scipy.special import log_ndtr
 
+from ..choices import groups_need_cv
 from ..engine._design import as_design, dense
 from ..engine._problem import run_binary, run_joint, sign_in_place, size_steps
 from ..numerics._ep import LatentPosterior
@@ -574,18 +575,6 @@ def _choose_joint(tables, y_pooled, rule, null_se):
         if np.mean(d) > -null_se * np.std(d, ddof=1) / np.sqrt(d.size):
             best = 0
     return next(j for j, r in enumerate(tables[0][0]) if r["n_genes"] == best)
-
-
-def groups_need_cv(criterion, model=None):
-    """Groups are held out whole by the inner cross-validation only: a ValueError for another choice.
-
-    ``criterion`` is the estimator's choice of the model size; ``model`` names a model that has
-    none (``"spike-slab"``, ``criterion`` None), which takes no groups either.
-    """
-    if criterion != "cv":
-        what = f"criterion={criterion!r}" if model is None else f"model={model!r}"
-        msg = f"groups are used by the inner cross-validation of criterion='cv' only; got {what}"
-        raise ValueError(msg)
 
 
 def check_groups(groups, y, criterion):

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..choices import groups_need_cv
+
 __all__ = ["KINDS", "MODELS", "Kind", "kind_of", "stored_kind"]
 
 #: The ranked table of the default (ARD) signature.
@@ -102,8 +104,6 @@ class Kind:
 
     def check_data(self, est, *, groups, covariates) -> None:
         """Refuse groups without ``criterion="cv"`` and covariates without a path (ValueError)."""
-        from ..estimators._cv import groups_need_cv
-
         if groups is not None:
             groups_need_cv(self.criterion(est), None if self.has_path else self.name)
         if covariates and not self.has_path:
