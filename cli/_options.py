@@ -384,7 +384,7 @@ def input_errors(data: Path):
         rule, details = getattr(exc, "rule", None), getattr(exc, "details", {})
         if rule == "no_raw":
             msg = f"--use-raw: {data.name} has no raw data"
-            raise ardselect.DataError(msg) from None
+            raise ardselect.exceptions.DataError(msg) from None
         msg = _usage_message(rule, details, data)
         if msg is None:
             raise

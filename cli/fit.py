@@ -277,7 +277,7 @@ def fit(
             layer, use_raw, groups = None, False, pseudobulk
             if criterion.value == "cv" and adata.obs[pseudobulk].nunique() < 2:
                 msg = f"--pseudobulk {pseudobulk}: a single donor; at least 2 are needed"
-                raise ardselect.DataError(msg)
+                raise ardselect.exceptions.DataError(msg)
         cv = criterion.value == "cv" and not spikeslab
         with input_errors(data):
             expression = ardselect.ExpressionData.from_anndata(

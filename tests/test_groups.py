@@ -149,7 +149,7 @@ def test_rank_genes_with_groups_stores_the_group_table():
     plain = _adata()
     ardselect.rank_genes(plain, "cell_type")
     assert ardselect.get.cv_groups_df(plain).empty
-    with pytest.raises(ardselect.LabelError, match="not an obs column"):
+    with pytest.raises(ardselect.exceptions.LabelError, match="not an obs column"):
         ardselect.rank_genes(_adata(), "cell_type", groups="patient")
     with pytest.raises(ValueError, match="criterion='cv' only"):
         ardselect.rank_genes(_adata(), "cell_type", groups="donor",

@@ -174,7 +174,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
 
     See Also
     --------
-    ardselect.ep_probit : EP at fixed precisions.
+    ardselect.diagnostics.ep_probit : EP at fixed precisions.
     ardselect.RVMClassifier : the Laplace-approximation ARD (Seq-ARD-Laplace).
 
     Notes
