@@ -2,12 +2,13 @@
 
 Each tuple lists a setting's values with its default first. The estimators and the preprocessor
 build their parameter checks and defaults from these tuples, and the command line its choices and
-defaults, so that a value is added or a default changed in one place. The module imports nothing,
-so that ``ardselect --help`` stays instant.
+defaults, so that a value is added or a default changed in one place; :func:`groups_need_cv` is
+the one check of the criterion that groups need. The module imports nothing, so that
+``ardselect --help`` stays instant.
 """
 
 __all__ = ["AUTO_SKETCH", "CRITERIA", "CV_RULES", "EXAMPLES", "LOG_CHOICES", "MULTICLASS",
-           "SKETCH_FLOOR"]
+           "SKETCH_FLOOR", "groups_need_cv"]
 
 #: ``ARDClassifier(criterion=...)``: the model-choice criteria, the default first.
 CRITERIA = ("cv", "loo", "loo-prob", "evidence")
@@ -27,3 +28,25 @@ AUTO_SKETCH = 2_000
 #: ``max_samples="auto"``: the sketch keeps at least this many samples of every class (all of a
 #: smaller class), so that a rare type keeps cells enough for its own path and folds.
 SKETCH_FLOOR = 50
+
+
+def groups_need_cv(criterion, model=None):
+    """Groups are held out whole by the inner cross-validation only: a ValueError for another choice.
+
+    ``criterion`` is the estimator's choice of the model size (``ARDClassifier(criterion=...)``);
+    ``model`` names a model that has none (``"spike-slab"``, ``criterion`` None), which takes no
+    groups either. ``ARDClassifier.fit(groups=...)``, :func:`~ardselect.fit_signature` and
+    ``ardselect fit --groups`` ask it.
+
+    Examples
+    --------
+    >>> groups_need_cv("cv")
+    >>> groups_need_cv("loo")
+    Traceback (most recent call last):
+    ...
+    ValueError: groups are used by the inner cross-validation of criterion='cv' only; got criterion='loo'
+    """
+    if criterion != "cv":
+        what = f"criterion={criterion!r}" if model is None else f"model={model!r}"
+        msg = f"groups are used by the inner cross-validation of criterion='cv' only; got {what}"
+        raise ValueError(msg)

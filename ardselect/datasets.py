@@ -60,7 +60,7 @@ def leukaemia(*, verify: bool = False):
     ----------
     verify : bool, default=False
         Check the sha256 checksum of every bundled file first and raise
-        :class:`~ardselect.FileFormatError` if one differs.
+        :class:`~ardselect.exceptions.FileFormatError` if one differs.
 
     Returns
     -------

@@ -1,9 +1,11 @@
-"""Errors raised by ardselect.
+"""Errors raised by ardselect, and its warnings.
 
 Every error the library raises on purpose derives from :class:`ArdselectError` and from the builtin
 exception a Python user would expect (``ValueError`` for bad values, ``FileNotFoundError`` for a missing
 file, ...), so ``except ValueError`` keeps working for code that does not know about ardselect.
 Messages are one line: they name the bad value and, where there is a short list, the valid ones.
+The warnings (:class:`ConstantFeatureWarning`, :class:`DataScaleWarning`, :class:`ScaledXWarning`)
+are subclasses of ``UserWarning``, filtered by class as usual.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ __all__ = [
     "MissingFileError",
     "ModelError",
     "ParameterError",
+    "ConstantFeatureWarning",
+    "DataScaleWarning",
+    "ScaledXWarning",
 ]
 
 
@@ -59,3 +64,15 @@ class ParameterError(ArdselectError, ValueError, TypeError):
     ARDClassifier must be a float in the range [0.0, inf). Got -1 instead."). A ``ValueError`` and
     a ``TypeError``, as scikit-learn's own parameter errors are.
     """
+
+
+class ConstantFeatureWarning(UserWarning):
+    """Constant features were left out of the model (``constant_features="warn"``)."""
+
+
+class DataScaleWarning(UserWarning):
+    """New data look like another kind of values than those the model was fitted on."""
+
+
+class ScaledXWarning(UserWarning):
+    """``X`` holds scaled values while ``adata.raw`` holds unscaled ones of its genes."""

@@ -23,6 +23,7 @@ import pandas as pd
 
 from .exceptions import ArdselectError
 from .model import PortableModel
+from .signature._kinds import stored_kind
 
 __all__ = ["chosen_steps", "covariates_df", "credible_sets_df", "cv_groups_df", "frontier_df", "gene_sets", "model",
            "path_df", "ranked_genes_df", "ranked_list"]
@@ -106,11 +107,8 @@ def ranked_genes_df(
         ``note`` (for a selected gene whose weight has the other sign than ``direction``); see
         :meth:`ardselect.ARDClassifier.ranked_features`. Rows by class, then rank.
     """
-    from .signature._anndata_results import ARD_GENE_TABLE_RENAMES, GENE_TABLE_RENAMES
-
     stored = _stored(adata, key)
-    renames = GENE_TABLE_RENAMES if _is_spikeslab(stored) else ARD_GENE_TABLE_RENAMES
-    df = _uns_to_table(stored["ranked"]).rename(columns=renames)
+    df = _uns_to_table(stored["ranked"]).rename(columns=stored_kind(stored).gene_table_renames)
     if group is not None:
         groups = list(dict.fromkeys(df["class"]))
         if str(group) not in groups:
@@ -120,10 +118,6 @@ def ranked_genes_df(
     if selected_only:
         df = df[df["selected"]]
     return df.reset_index(drop=True)
-
-
-def _is_spikeslab(stored: dict) -> bool:
-    return str(stored.get("model", "ard")) == "spike-slab"
 
 
 def credible_sets_df(adata, key: str = "ardselect") -> pd.DataFrame:
@@ -157,7 +151,7 @@ def path_df(adata, key: str = "ardselect") -> pd.DataFrame:
     chose).
     """
     stored = _stored(adata, key)
-    if _is_spikeslab(stored):
+    if not stored_kind(stored).has_path:
         msg = f"uns[{key!r}] holds spike-and-slab results, which have no path"
         raise ArdselectError(msg)
     return _uns_to_table(stored["path"])
@@ -296,7 +290,7 @@ def gene_sets(adata, key: str = "ardselect") -> dict[str, tuple[str, list[str]]]
     return _enrichment_sets(
         ranked_genes_df(adata, key, selected_only=True), _problems(stored),
         label_key=params.get("groupby", "?"), criterion=params.get("criterion", "?"),
-        threshold=float(stored["threshold"]) if _is_spikeslab(stored) else None,
+        threshold=stored_kind(stored).threshold(stored.get("threshold")),
         use_symbols=use_symbols, naming=naming)
 
 
@@ -381,7 +375,7 @@ def chosen_steps(adata, key: str = "ardselect") -> dict:
     ``.``, unicode, empty) survive ``write_h5ad``.
     """
     stored = _stored(adata, key)
-    if _is_spikeslab(stored):
+    if not stored_kind(stored).has_path:
         msg = f"uns[{key!r}] holds spike-and-slab results, which have no path steps"
         raise ArdselectError(msg)
     problems = [str(p) for p in np.asarray(stored["problems"]).tolist()]

@@ -401,7 +401,7 @@ def _one_split(split, X, y, ids, train, test, methods, criteria, preprocessor, g
 
 
 def _check_sample_scales(X, preprocessor, ids) -> None:
-    """Warn (:class:`ardselect.DataScaleWarning`) when some samples are another kind of values.
+    """Warn (:class:`ardselect.exceptions.DataScaleWarning`) when some samples are another kind of values.
 
     Partitions of such data mix them into both parts, where no model check can see them; the
     samples are compared with each other after the preprocessor's floor, cap and log.

@@ -185,7 +185,7 @@ class Preprocessor(TransformerMixin, BaseEstimator):
     whole_ : ndarray of bool, shape (n_kept,)
         Whether every training value of the gene (after floor and cap) is a whole number (counts,
         integer intensities). These five tell new data of another kind
-        (:class:`ardselect.DataScaleWarning`).
+        (:class:`ardselect.exceptions.DataScaleWarning`).
     n_features_in_ : int
     feature_names_in_ : ndarray of str, shape (n_features_in_,)
         Set when fitted on a DataFrame or given ``feature_names``.

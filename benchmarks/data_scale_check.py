@@ -24,7 +24,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 import pandas as pd
 
-from ardselect import ARDClassifier, DataScaleError
+from ardselect import ARDClassifier
+from ardselect.exceptions import DataScaleError
 from ardselect.model import DataScaleWarning, PortableModel, sample_scale_findings
 from ardselect.preprocessing import Preprocessor
 

@@ -27,7 +27,7 @@ DEFAULT_CRITERION = Criterion(CRITERIA[0])
 DEFAULT_CV_RULE = CvRule(CV_RULES[0])
 DEFAULT_MULTICLASS = Multiclass(MULTICLASS[0])
 DEFAULT_LOG = LogChoice(LOG_CHOICES[0])
-#: ``fit --model``: a copy of ``ardselect.signature._signature.MODELS`` (checked in tests/test_cli_spikeslab.py).
+#: ``fit --model``: a copy of ``ardselect.signature._kinds.MODELS`` (checked in tests/test_cli_spikeslab.py).
 MODELS = ("ard", "spike-slab")
 Model = Enum("Model", {c.replace("-", "_"): c for c in MODELS}, type=str)
 
@@ -402,7 +402,7 @@ def input_errors(data: Path):
         rule, details = getattr(exc, "rule", None), getattr(exc, "details", {})
         if rule == "no_raw":
             msg = f"--use-raw: {data.name} has no raw data"
-            raise ardselect.DataError(msg) from None
+            raise ardselect.exceptions.DataError(msg) from None
         msg = _usage_message(rule, details, data)
         if msg is None:
             raise

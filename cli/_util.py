@@ -204,7 +204,7 @@ def check_input(path: Path) -> Path:
     path = ardselect.io.require_file(path)  # the library's rule: missing, a directory, not a zarr
     if not os.access(path, os.R_OK):
         msg = f"{path} is not readable"
-        raise ardselect.FileFormatError(msg)
+        raise ardselect.exceptions.FileFormatError(msg)
     return path
 
 

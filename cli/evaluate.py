@@ -259,12 +259,12 @@ def _class_labels(given, positive, train_size):
     if positive is not None:
         if str(positive) not in set(classes):
             msg = f"positive class {positive!r} is not a label; labels: {', '.join(classes)}"
-            raise ardselect.LabelError(msg)
+            raise ardselect.exceptions.LabelError(msg)
         if classes.size > 2:
             y = np.where(y == str(positive), str(positive), "rest").astype(object)
     if train_size >= 1 and not train_size < y.size:
         msg = f"--train-size {train_size:g} must be below the number of samples ({y.size})"
-        raise ardselect.DataError(msg)
+        raise ardselect.exceptions.DataError(msg)
     return y
 
 

@@ -249,10 +249,8 @@ def fit(
             msg = (f"--panel is chosen on the inner cross-validation's frontier (--criterion cv), "
                    f"not with --criterion {criterion.value}; --max-genes caps each class instead")
             raise UsageError(msg)
-        if groups is not None and criterion.value != "cv":
-            msg = (f"--groups is used by the inner cross-validation of --criterion cv only, not "
-                   f"with --criterion {criterion.value}")
-            raise UsageError(msg)
+        if groups is not None:
+            _groups_need_cv(criterion.value)
         held = covariate_names(covariates)
         if pseudobulk is not None:
             if groups is not None:
@@ -292,7 +290,7 @@ def fit(
             layer, use_raw, groups = None, False, pseudobulk
             if criterion.value == "cv" and adata.obs[pseudobulk].nunique() < 2:
                 msg = f"--pseudobulk {pseudobulk}: a single donor; at least 2 are needed"
-                raise ardselect.DataError(msg)
+                raise ardselect.exceptions.DataError(msg)
         cv = criterion.value == "cv" and not spikeslab
         with input_errors(data):
             expression = ardselect.ExpressionData.from_anndata(
@@ -456,6 +454,17 @@ class FitOutputs:
             sig.model.save(tmp / "model.json")
             self._h5ad(sig, adata, tx)
             tx.commit()
+
+
+def _groups_need_cv(criterion: str) -> None:
+    """A usage error (exit 2) for --groups with a criterion other than cv, in the library's words."""
+    from ardselect.choices import groups_need_cv
+
+    try:
+        groups_need_cv(criterion)
+    except ValueError as exc:
+        msg = f"--groups: {exc}"
+        raise UsageError(msg) from None
 
 
 def _refuse_ard_options(ctx):

@@ -168,6 +168,6 @@ def _true_labels(adata, label_key, stored_key):
         return None
     try:
         ardselect.io.ExpressionData.labels_of(adata, stored_key)
-    except ardselect.LabelError:
+    except ardselect.exceptions.LabelError:
         return None
     return stored_key

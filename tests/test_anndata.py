@@ -11,7 +11,8 @@ import pytest
 import scipy.sparse as sp
 
 import ardselect
-from ardselect import ARDClassifier, DataError, ExpressionData, LabelError, fit_signature
+from ardselect import ARDClassifier, ExpressionData, fit_signature
+from ardselect.exceptions import DataError, LabelError
 from ardselect.preprocessing import Preprocessor
 
 #: A paper-style model (type-II maximum likelihood, the intercept an ARD weight, precision floor
@@ -301,7 +302,7 @@ def test_not_anndata():
 def test_labels_that_cannot_be_classes_are_refused(labels, match):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(24, 6))
-    with pytest.raises(ardselect.LabelError, match=match):
+    with pytest.raises(ardselect.exceptions.LabelError, match=match):
         _fit(X, np.array(labels, dtype=object), [f"g{i}" for i in range(6)])
 
 

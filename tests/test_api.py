@@ -18,14 +18,29 @@ def test_unknown_attribute_is_an_attribute_error():
 
 
 def test_exceptions_subclass_the_matching_builtins():
-    assert issubclass(ardselect.DataError, ValueError)
-    assert issubclass(ardselect.LabelError, ValueError)
-    assert issubclass(ardselect.MissingFileError, FileNotFoundError)
+    assert issubclass(ardselect.exceptions.DataError, ValueError)
+    assert issubclass(ardselect.exceptions.LabelError, ValueError)
+    assert issubclass(ardselect.exceptions.MissingFileError, FileNotFoundError)
     assert issubclass(ardselect.ParameterError, ValueError)
     assert issubclass(ardselect.ParameterError, TypeError)  # a value of the wrong type
     for name in ("DataError", "LabelError", "FileFormatError", "MissingFileError", "ModelError",
                  "ParameterError"):
-        assert issubclass(getattr(ardselect, name), ardselect.ArdselectError)
+        assert issubclass(getattr(ardselect.exceptions, name), ardselect.ArdselectError)
+
+
+def test_the_front_door_is_small_and_the_documented_old_paths_still_work():
+    assert len(ardselect.__all__) <= 24
+    # documented at the top level before they moved to their modules: still found there
+    assert ardselect.ep_probit is ardselect.diagnostics.ep_probit
+    assert ardselect.split_rhat is ardselect.diagnostics.split_rhat
+    assert ardselect.DataScaleWarning is ardselect.exceptions.DataScaleWarning
+    assert ardselect.DataScaleWarning is ardselect.model.DataScaleWarning
+    for name in ("ep_probit", "DataScaleWarning", "ParameterError"):
+        assert name not in ardselect.__all__
+    # undocumented there: gone
+    for name in ("DataError", "LabelError", "EPResult", "CRITERIA", "PATH_CRITERIA"):
+        with pytest.raises(AttributeError):
+            getattr(ardselect, name)
 
 
 def test_anndata_functions_follow_the_signature_rules():

@@ -5,8 +5,9 @@ import re
 import numpy as np
 import pytest
 
-from ardselect import ARDClassifier, DataError, RVMClassifier
+from ardselect import ARDClassifier, RVMClassifier
 from ardselect.engine._basis import unit_rms
+from ardselect.exceptions import DataError
 
 
 @pytest.fixture

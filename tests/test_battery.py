@@ -27,7 +27,8 @@ import pytest
 from typer.testing import CliRunner
 
 import ardselect
-from ardselect import DataError, GibbsRVMClassifier, ep_probit
+from ardselect import GibbsRVMClassifier, ep_probit
+from ardselect.exceptions import DataError
 from tests.conftest import make_adata, make_expression, one_error, run_cli, scripted_path_loop
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,7 +11,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from ardselect import ARDClassifier, DataError, LabelError
+from ardselect import ARDClassifier
+from ardselect.exceptions import DataError, LabelError
 
 
 def paper_synthetic(seed, n_train=30, n_test=0, d=200, k=10):

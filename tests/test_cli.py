@@ -101,7 +101,7 @@ def test_version():
 def test_cli_choices_and_defaults_are_the_library_s():
     assert tuple(c.value for c in options.LogChoice) == ardselect.preprocessing.LOG_CHOICES
     assert tuple(c.value for c in options.Example) == ardselect.datasets.EXAMPLES
-    assert tuple(c.value for c in options.Criterion) == ardselect.CRITERIA
+    assert tuple(c.value for c in options.Criterion) == ardselect.choices.CRITERIA
     clf = ardselect.ARDClassifier()
     assert options.DEFAULT_CRITERION.value == clf.criterion
     assert options.DEFAULT_CV_RULE.value == clf.cv_rule
@@ -121,7 +121,7 @@ def test_main_help_lists_every_criterion_and_the_default():
     result = run("--help")
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
-    for criterion in ardselect.CRITERIA:
+    for criterion in ardselect.choices.CRITERIA:
         assert any(line.split()[:1] == [criterion] for line in lines), criterion
     default = next(line for line in lines if line.split()[:1] == ["cv"])
     assert "(default)" in default
@@ -476,7 +476,7 @@ def test_genes_in_rows_without_a_label_row_suggests_genes_in_rows(tmp_path):
                                              r".*: its genes look to be in rows and its samples in "
                                              r"columns; read it with --genes-in-rows")
             assert not (tmp_path / "r").exists()
-        with pytest.raises(ardselect.LabelError, match=rf"{why}.*genes_in_rows=True") as caught:
+        with pytest.raises(ardselect.exceptions.LabelError, match=rf"{why}.*genes_in_rows=True") as caught:
             ardselect.io.ExpressionData.read(tmp_path / name, "label")
         assert caught.value.rule == "obs_column"
     labels = pd.DataFrame({"sample": samples, "label": ["a", "b"] * 6})
@@ -1414,7 +1414,7 @@ def test_a_directory_is_called_a_directory(fitted, command, tmp_path):
     assert_one_line_error(result, 1, r"some_dir is a directory, not a file$")
     assert not (tmp_path / "r").exists()
     assert not (tmp_path / "p.tsv").exists()
-    with pytest.raises(ardselect.FileFormatError, match="is a directory, not a file"):
+    with pytest.raises(ardselect.exceptions.FileFormatError, match="is a directory, not a file"):
         ardselect.io.ExpressionData.check_source(folder)
 
 

@@ -14,7 +14,7 @@ from ardselect_cli import main as cli
 from typer.testing import CliRunner
 
 import ardselect
-from ardselect.signature._signature import _SPIKESLAB_COLUMNS, MODELS
+from ardselect.signature._kinds import _SPIKESLAB_COLUMNS, MODELS
 
 runner = CliRunner()
 

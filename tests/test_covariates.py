@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from ardselect import ARDClassifier, DataError
+from ardselect import ARDClassifier
 from ardselect.engine._problem import size_steps
+from ardselect.exceptions import DataError
 
 
 def batch_data(rng, n=90, p=40):
@@ -226,7 +227,7 @@ def test_rank_genes_holds_obs_covariates_and_lists_genes_only(batch_adata):
 
 def test_the_portable_model_needs_its_covariates_by_name(batch_adata):
     import ardselect
-    from ardselect import ModelError
+    from ardselect.exceptions import ModelError
 
     ardselect.rank_genes(batch_adata, "label", covariates="batch")  # one name, as a str
     assert list(batch_adata.uns["ardselect"]["params"]["covariates"]) == ["batch"]
@@ -253,7 +254,7 @@ def test_the_portable_model_needs_its_covariates_by_name(batch_adata):
 def test_rank_genes_refuses_bad_covariates(batch_adata):
     import ardselect
 
-    with pytest.raises(ardselect.LabelError, match="covariate 'sex' is not an obs column"):
+    with pytest.raises(ardselect.exceptions.LabelError, match="covariate 'sex' is not an obs column"):
         ardselect.rank_genes(batch_adata, "label", covariates=["sex"])
     with pytest.raises(ValueError, match="ARD model only"):
         ardselect.rank_genes(batch_adata, "label", covariates=["batch"],

@@ -136,7 +136,8 @@ def test_leave_group_out_matches_refits_without_the_group():
 
 
 def test_leave_group_out_multiclass_and_errors():
-    from ardselect import ARDClassifier, DataError
+    from ardselect import ARDClassifier
+    from ardselect.exceptions import DataError
 
     rng = np.random.default_rng(1)
     X = rng.normal(size=(45, 8))

@@ -90,7 +90,7 @@ def test_exact_fit_of_a_lazy_zarr_store_equals_in_memory(store):
 
 
 def test_predicting_a_dask_array_equals_in_memory():
-    from ardselect import DataError
+    from ardselect.exceptions import DataError
 
     X, y = _data()
     for Xin in (X, X.toarray()):
@@ -182,7 +182,7 @@ def test_lazy_design_products_equal_the_matrix():
 
 
 def test_lazy_fit_refuses_nan_and_text():
-    from ardselect import DataError
+    from ardselect.exceptions import DataError
 
     Z = np.ones((30, 4))
     Z[::2, 1] = 3.0
@@ -198,8 +198,8 @@ def test_a_large_dask_array_fitted_whole_warns(store, monkeypatch):
     # Without max_samples every row is fitted exactly (by passes over the chunks, or gathered for a
     # kernel basis); above GATHER_WARN_ROWS rows the user is told the cost (and how to sketch).
     # With a sketch, no warning.
-    from ardselect import LabelError
     from ardselect.estimators import _classifier
+    from ardselect.exceptions import LabelError
 
     path, X, y = store
     monkeypatch.setattr(_classifier, "GATHER_WARN_ROWS", 200)

@@ -5,7 +5,8 @@ import pytest
 import scipy.sparse as sp
 from scipy.special import log_ndtr
 
-from ardselect import DataError, LabelError, ep_probit
+from ardselect import ep_probit
+from ardselect.exceptions import DataError, LabelError
 from ardselect.numerics import _ep as ep_module
 from ardselect.numerics._ep import latent_posterior, run_ep
 from tests.reference.literal_ep import literal_ep

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import ardselect
-from ardselect import DataError
+from ardselect.exceptions import DataError
 from ardselect.io import expression
 from conftest import one_error, run_cli
 

@@ -127,7 +127,7 @@ def test_gene_set_directions_agree_with_the_class_means_on_real_data():
 
 
 def test_ranked_genes_df_names_the_weight_and_reads_older_records(ranked_adata):
-    from ardselect.signature._anndata_results import ARD_GENE_TABLE_RENAMES
+    from ardselect.signature._kinds import ARD_GENE_TABLE_RENAMES
 
     table = ardselect.get.ranked_genes_df(ranked_adata, "res")
     assert {"weight", "weight_sd", "log_bf_conditional"} <= set(table.columns)

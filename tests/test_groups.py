@@ -149,7 +149,7 @@ def test_rank_genes_with_groups_stores_the_group_table():
     plain = _adata()
     ardselect.rank_genes(plain, "cell_type")
     assert ardselect.get.cv_groups_df(plain).empty
-    with pytest.raises(ardselect.LabelError, match="not an obs column"):
+    with pytest.raises(ardselect.exceptions.LabelError, match="not an obs column"):
         ardselect.rank_genes(_adata(), "cell_type", groups="patient")
     with pytest.raises(ValueError, match="criterion='cv' only"):
         ardselect.rank_genes(_adata(), "cell_type", groups="donor",
@@ -183,7 +183,10 @@ def test_cli_fit_groups_and_jobs_errors(tmp_path):
     path = tmp_path / "cells.h5ad"
     _adata().write_h5ad(path)
     one_error(run("fit", path, "--label-key", "cell_type", "--groups", "donor", "--criterion",
-                  "loo", "-o", tmp_path / "a"), 2, "--groups is used by the inner cross-validation")
+                  "loo", "-o", tmp_path / "a"), 2,
+              "--groups: groups are used by the inner cross-validation of criterion='cv' only; "
+              "got criterion='loo'")
+    assert not (tmp_path / "a").exists()
     one_error(run("fit", path, "--label-key", "cell_type", "-j", "0", "-o", tmp_path / "b"), 2,
               "--n-jobs must be")
     result = run("fit", path, "--label-key", "cell_type", "--groups", "patient", "-o",

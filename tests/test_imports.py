@@ -132,6 +132,7 @@ TOP_LEVEL = {
     "ardselect.model": "dataio",
     "ardselect.preprocessing": "dataio",
     "ardselect.datasets": "dataio",
+    "ardselect.diagnostics": "estimators",
     "ardselect.get": "signature",
     "ardselect.pl": "signature",
     "ardselect.model_selection": "signature",

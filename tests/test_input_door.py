@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 import ardselect
-from ardselect import DataError, LabelError
+from ardselect.exceptions import DataError, LabelError
 from ardselect.io import ExpressionData
 from conftest import one_error, run_cli
 
@@ -301,7 +301,7 @@ def test_layer_and_raw_apply_to_anndata_only(tmp_path):
     table = _layout().to_df()
     table.insert(0, "label", _layout().obs["label"])
     table.to_csv(tmp_path / "t.csv")
-    with pytest.raises(ardselect.FileFormatError, match="apply to .h5ad and .zarr input, not csv"):
+    with pytest.raises(ardselect.exceptions.FileFormatError, match="apply to .h5ad and .zarr input, not csv"):
         ExpressionData.read(tmp_path / "t.csv", "label", layer="counts")
     data = ExpressionData.read(tmp_path / "t.csv", "label")
     assert list(data.var_names) == HVG

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from ardselect import DataError, FileFormatError, LabelError, MissingFileError
 from ardselect import io as aio
+from ardselect.exceptions import DataError, FileFormatError, LabelError, MissingFileError
 
 # ------------------------------------------------------------------------------ formats
 

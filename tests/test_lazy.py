@@ -158,10 +158,10 @@ def test_read_lazy_layer_and_errors(stores, tmp_path):
                                         "counts"):
         ardselect.io.read_lazy(root / "cells.zarr", layer="nope")
     (tmp_path / "empty.zarr").mkdir()
-    with pytest.raises(ardselect.FileFormatError, match="empty.zarr"):
+    with pytest.raises(ardselect.exceptions.FileFormatError, match="empty.zarr"):
         ardselect.io.read_lazy(tmp_path / "empty.zarr")
     (tmp_path / "flat.zarr").write_text("not a store")
-    with pytest.raises(ardselect.FileFormatError, match="is not a zarr store"):
+    with pytest.raises(ardselect.exceptions.FileFormatError, match="is not a zarr store"):
         ardselect.io.read_data(tmp_path / "flat.zarr")
 
 

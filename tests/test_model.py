@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy.stats import norm
 
-from ardselect import DataError, DataScaleError, FileFormatError, ModelError
+from ardselect.exceptions import DataError, DataScaleError, FileFormatError, ModelError
 from ardselect.model import DataScaleWarning, PortableModel, load_model
 from ardselect.preprocessing import Preprocessor
 from conftest import scaled_and_log_cells

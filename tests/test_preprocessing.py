@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from ardselect import DataError
+from ardselect.exceptions import DataError
 from ardselect.preprocessing import Preprocessor
 
 

@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 import ardselect
-from ardselect import DataError, LabelError
+from ardselect.exceptions import DataError, LabelError
 
 
 def cells(rng, n_donors=6, per=12, p=10):

@@ -21,7 +21,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from ardselect import DataError, LabelError, RVMClassifier, RVMRegressor, ep_probit
+from ardselect import RVMClassifier, RVMRegressor, ep_probit
 from ardselect.engine._sequential import SequentialPath
 from ardselect.estimators._rvm import (
     _GaussianProblem,
@@ -30,6 +30,7 @@ from ardselect.estimators._rvm import (
     laplace_mode,
     log_marginal_eta,
 )
+from ardselect.exceptions import DataError, LabelError
 
 
 @pytest.fixture

@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from ardselect import DataScaleError, DataScaleWarning
+from ardselect import DataScaleWarning
+from ardselect.exceptions import DataScaleError
 from ardselect.model import load_model
 from ardselect.model_selection import evaluate
 from ardselect.preprocessing import Preprocessor

@@ -132,7 +132,7 @@ def test_positive_codes_the_labels(adata_factory):
     assert sig.classes == ["case", "ctrl"]
     assert sig.problems == ["ctrl"]
     assert json.loads(sig.model.to_json())["positive"] == "ctrl"
-    with pytest.raises(ardselect.LabelError, match="positive class 'nope' is not a label"):
+    with pytest.raises(ardselect.exceptions.LabelError, match="positive class 'nope' is not a label"):
         fit_signature(_data(adata), positive="nope")
 
 

@@ -18,8 +18,9 @@ from scipy.stats import norm
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from ardselect import ConstantFeatureWarning, DataError, SpikeSlabClassifier, ep_probit
+from ardselect import ConstantFeatureWarning, SpikeSlabClassifier, ep_probit
 from ardselect.estimators._spikeslab import credible_sets
+from ardselect.exceptions import DataError
 from tests.reference.spikeslab_exact import exact_spike_slab
 from tests.reference.spikeslab_gibbs import gibbs_spike_slab
 from tests.test_spikeslab_ep import labels, standardised

@@ -11,7 +11,7 @@ import ardselect
 from ardselect import ARDClassifier, SpikeSlabClassifier
 from ardselect.exceptions import ArdselectError
 from ardselect.preprocessing import Preprocessor
-from ardselect.signature._signature import _SPIKESLAB_COLUMNS
+from ardselect.signature._kinds import _SPIKESLAB_COLUMNS
 
 
 def _copies(seed=0, n=80, p=30):

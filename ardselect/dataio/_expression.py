@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..engine._design import as_design, is_matrix
 from ..engine._validation import blank_labels
-from ..exceptions import DataError, FileFormatError, LabelError
+from ..exceptions import DataError, FileFormatError, LabelError, ScaledXWarning
 from ._files import detect_format
 from ._input_rules import (
     check_layer,
@@ -44,10 +44,6 @@ __all__ = [
     "expression",
     "find_symbols",
 ]
-
-
-class ScaledXWarning(UserWarning):
-    """``X`` holds scaled values while ``adata.raw`` holds unscaled ones of its genes."""
 
 
 @dataclass(frozen=True)

@@ -40,8 +40,8 @@ def require_file(path) -> Path:
     """``path`` (``~`` expanded) if it exists and is a file, or a directory for a ``.zarr`` store.
 
     Every reader checks its input with this rule first; it raises
-    :class:`~ardselect.MissingFileError` for a missing path and
-    :class:`~ardselect.FileFormatError` for a directory (or a ``.zarr`` name that is not one).
+    :class:`~ardselect.exceptions.MissingFileError` for a missing path and
+    :class:`~ardselect.exceptions.FileFormatError` for a directory (or a ``.zarr`` name that is not one).
     """
     path = _path(path)
     if not path.exists():

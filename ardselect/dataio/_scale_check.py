@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..engine._design import as_design
-from ..exceptions import DataScaleError
+from ..exceptions import DataScaleError, DataScaleWarning
 
 __all__ = ["DataScaleWarning", "check_scale", "sample_scale_findings", "scale_findings",
            "sign_finding"]
@@ -41,10 +41,6 @@ SCALE_SHIFT_WARN = 4.0
 SCALE_FRACTION_WARN = 0.5
 SCALE_SQUEEZE_SHIFT = 2.0
 SCALE_SQUEEZE_WARN = 1 / 3
-
-
-class DataScaleWarning(UserWarning):
-    """New data look like another kind of values than those the model was fitted on."""
 
 
 def scale_findings(X, Z, preprocessing) -> list[str]:
@@ -257,7 +253,7 @@ def check_scale(X, Z, preprocessing, *, allow_mismatch: bool = False) -> None:
 
     ``X`` holds the new values of the model's genes as given and ``Z`` the same after the model's
     floor, cap and log. Scaled values against unscaled ones (:func:`sign_finding`) raise
-    :class:`~ardselect.DataScaleError`, or with ``allow_mismatch`` warn; the other findings
+    :class:`~ardselect.exceptions.DataScaleError`, or with ``allow_mismatch`` warn; the other findings
     (:func:`scale_findings`) warn (:class:`DataScaleWarning`).
     """
     sign = sign_finding(Z, preprocessing)

@@ -251,56 +251,15 @@ class JointPath(_PathLoop):
               for p, (b, t, post, _, _) in zip(self.problems, self._out, strict=True)]
         return np.array([s for s, _ in SQ]), np.array([q for _, q in SQ])
 
-    def prune(self, sizes, max_reestimates=None):
-        """Continue the finished path down to each size of ``sizes``: the pruning tail.
+    def _last_step(self):
+        return self.steps[0][-1]
 
-        As :meth:`ardselect.engine._sequential.SequentialPath.prune`, for genes shared by the classes:
-        a gene's deletion cost is the sum of its classes' costs, and the remaining precisions
-        are re-estimated for the summed objective after each deletion.
-        """
-        fixed_idx = self._fixed_idx
-        last = self.steps[0][-1]
-        m = self.allowed.size
-        alpha = np.full(m, np.inf)
-        alpha[last.active] = last.alpha
+    def _n_columns(self):
+        return self.allowed.size
 
-        def genes(active):
-            return int(active.size - np.isin(active, fixed_idx).sum())
-
-        active = np.flatnonzero(np.isfinite(alpha))
-        low = 0 if fixed_idx.size else 1
-        for target in sorted({int(k) for k in sizes if low <= int(k) < genes(active)},
-                             reverse=True):
-            S, Q = self._active_scores(active)
-            a = alpha[active]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                g_del = np.sum(0.5 * (Q * Q / (S - a) - np.log1p(-S / a)), axis=0)
-            g_del = np.where(np.isfinite(g_del), g_del, -np.inf)
-            g_del[np.isin(active, fixed_idx)] = -np.inf
-            drop = active[np.argsort(-g_del, kind="stable")[: genes(active) - target]]
-            alpha[drop] = np.inf
-            active = np.flatnonzero(np.isfinite(alpha))
-            refit, _, _ = self._refresh(active, alpha[active])
-            self._record("prune", int(drop[0]) if drop.size == 1 else -1, active,
-                         alpha[active], refit)
-            cap = genes(active) if max_reestimates is None else int(max_reestimates)
-            last_re = -1
-            for _ in range(cap):
-                S, Q = self._active_scores(active)
-                act, gain, na = joint_actions(S, Q, alpha[active],
-                                              np.zeros(active.size, dtype=bool), self.alpha_min,
-                                              self.penalty[active])
-                gain[np.isin(active, fixed_idx)] = -np.inf
-                gain[(active == last_re) | (act != REESTIMATE)] = -np.inf
-                pos = int(np.argmax(gain))
-                if not gain[pos] > self.tol:
-                    break
-                j = int(active[pos])
-                alpha[j] = na[pos]
-                last_re = j
-                refit, _, _ = self._refresh(active, alpha[active])
-                self._record("reestimate", j, active, alpha[active], refit)
-        return self
+    @staticmethod
+    def _actions(S, Q, alpha, allowed, alpha_min, penalty):
+        return joint_actions(S, Q, alpha, allowed, alpha_min, penalty)
 
     def run(self):
         # The designs differ only in row signs: their squares are one matrix.

@@ -118,32 +118,35 @@ def sketch_size(codes, max_samples):
     return int(max_samples), 1
 
 
-def sketch(X, y, max_samples):
-    """Rows of the stratified sketch (``max_samples``), or everything: ``(X, y, rows)``.
+def sketch(X, y, max_samples, *aligned):
+    """Rows of the stratified sketch (``max_samples``), or everything: ``(X, y, rows, *aligned)``.
 
-    ``rows`` is None when every row is kept. A sketch drawn because of ``max_samples="auto"`` is
-    announced by a :class:`UserWarning` (how many rows, and how to fit them all).
+    ``rows`` is None when every row is kept. ``aligned`` are arrays of one value per row (the
+    groups, the covariates; None passes through), taken at the same rows. A sketch drawn because
+    of ``max_samples="auto"`` is announced by a :class:`UserWarning` (how many rows, and how to
+    fit them all).
     """
     n = X.shape[0] if isinstance(X, _DaskRows) else n_rows(X)
     if max_samples is None or (not isinstance(max_samples, str) and n <= max_samples):
-        return X, y, None
+        return X, y, None, *aligned
     y_arr = np.asarray(y)
     if y_arr.shape[0] != n:
-        return X, y, None  # validation reports the mismatch
+        return X, y, None, *aligned  # validation reports the mismatch
     _, codes = np.unique(y_arr, return_inverse=True)
     size, floor = sketch_size(codes, max_samples)
     if n <= size:
-        return X, y, None
+        return X, y, None, *aligned
     rows = stratified_sketch(codes, size, floor)
     if isinstance(max_samples, str):
         warnings.warn(
             f"{n:,} samples: fitting a stratified sketch of {rows.size:,} (max_samples='auto': "
             f"the same fraction of every class, at least {floor} of each); max_samples=None fits "
-            "every sample exactly, which can take hours at this size.", UserWarning, stacklevel=3)
+            "every sample exactly, which can take hours at this size.", UserWarning, stacklevel=4)
     logger.info("fitting on a stratified sketch of %d of %d samples", rows.size, n)
+    aligned = tuple(None if a is None else np.asarray(a)[rows] for a in aligned)
     if isinstance(X, _DaskRows):
-        return X.take(rows), take_rows(y, rows), rows
-    return take_rows(X, rows), take_rows(y, rows), rows
+        return X.take(rows), take_rows(y, rows), rows, *aligned
+    return take_rows(X, rows), take_rows(y, rows), rows, *aligned
 
 
 def rows_to_fit(X, client, *, lazy, warn_rows, name):

@@ -219,9 +219,12 @@ class _PathLoop:
     ``max_steps`` recorded steps, when the objective has not risen by ``tol`` over the last
     ``patience`` steps, or when ``stop(stats)`` accepts a step's records.
 
-    Subclasses set ``tol``, ``patience``, ``max_steps``, ``stop`` and ``n_rejected``, and
-    implement the hooks named above, :meth:`_n_recorded`, :meth:`_accepted` and
-    :meth:`_nothing_left`.
+    After the loop, :meth:`prune` continues the path down to smaller models (the pruning tail).
+
+    Subclasses set ``tol``, ``patience``, ``max_steps``, ``stop``, ``n_rejected``, ``fixed``,
+    ``penalty`` and ``alpha_min``, and implement the hooks named above, :meth:`_n_recorded`,
+    :meth:`_accepted`, :meth:`_nothing_left`, and for the tail :meth:`_active_scores`,
+    :meth:`_actions`, :meth:`_last_step` and :meth:`_n_columns`.
     """
 
     _best = None  # running maximum of the objective before the patience window
@@ -267,6 +270,98 @@ class _PathLoop:
         self._best = older if self._best is None else max(self._best, older)
         recent = max(self._objective_at(i) for i in range(n - self.patience, n))
         return recent <= self._best + self.tol
+
+    def _active_scores(self, active):
+        """``S, Q`` of the model's own columns ``active`` for the current sites."""
+        raise NotImplementedError
+
+    def _actions(self, S, Q, alpha, allowed, alpha_min, penalty):
+        """``(action, gain, new_alpha)`` of every column for these scores (``candidate_actions``)."""
+        raise NotImplementedError
+
+    def _last_step(self):
+        """The last recorded :class:`Step` (of the first problem)."""
+        raise NotImplementedError
+
+    def _n_columns(self):
+        """The number of columns of the design."""
+        raise NotImplementedError
+
+    def prune(self, sizes=None, max_reestimates=None):
+        """Continue a finished path down to smaller models: the *pruning tail*.
+
+        The path proper ends where no action gains more than ``tol``; models smaller than that
+        are not on it. The tail goes on from there by backward elimination to each size of
+        ``sizes`` below the current one (default: every size down to 1 gene): the genes whose
+        deletion costs the objective least are deleted (action ``"prune"``, although the
+        objective falls), the sites are refreshed, and the remaining precisions are
+        re-estimated until no re-estimate gains more than ``tol`` or ``max_reestimates`` steps
+        were taken (default: the number of genes in the model). Going down to a size several
+        genes smaller deletes them at once, by their individual deletion costs. Held features
+        (``fixed``) are never deleted. Only the model's own columns are scored
+        (:meth:`_active_scores`), so a tail step costs ``O(n d^2)``, not a pass over the design.
+        With K problems sharing the precisions (``S, Q`` of shape ``(K, d)``), a gene's deletion
+        cost is the sum of its problems' costs and the re-estimates are those of the summed
+        objective (:meth:`_actions`).
+        """
+        if not self._n_recorded():
+            return self
+        alpha = np.full(self._n_columns(), np.inf)
+        last = self._last_step()
+        alpha[last.active] = last.alpha
+        fixed_idx = np.fromiter(self.fixed.keys(), dtype=np.intp, count=len(self.fixed))
+
+        def genes(active):
+            return int(active.size - np.isin(active, fixed_idx).sum())
+
+        active = np.flatnonzero(np.isfinite(alpha))
+        d0 = genes(active)
+        # The intercept-only model (0 genes) exists only when a feature is held in every model.
+        low = 0 if fixed_idx.size else 1
+        targets = range(d0 - 1, low - 1, -1) if sizes is None else sorted(
+            {int(k) for k in sizes if low <= int(k) < d0}, reverse=True)
+        for target in targets:
+            if genes(active) <= target:
+                continue
+            S, Q = self._active_scores(active)
+            a = alpha[active]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                g_del = 0.5 * (Q * Q / (S - a) - np.log1p(-S / a))
+            if g_del.ndim == 2:  # one row per problem: the summed objective's cost
+                g_del = np.sum(g_del, axis=0)
+            g_del = np.where(np.isfinite(g_del), g_del, -np.inf)
+            g_del[np.isin(active, fixed_idx)] = -np.inf
+            drop = active[np.argsort(-g_del, kind="stable")[: genes(active) - target]]
+            alpha[drop] = np.inf
+            active = np.flatnonzero(np.isfinite(alpha))
+            self._record("prune", int(drop[0]) if drop.size == 1 else -1, active,
+                         alpha[active], self._refresh(active, alpha[active])[0])
+            self._reestimate_tail(active, alpha, fixed_idx, cap=genes(active)
+                                  if max_reestimates is None else int(max_reestimates))
+        return self
+
+    def _reestimate_tail(self, active, alpha, fixed_idx, *, cap):
+        """Re-estimate the precisions of ``active`` for the new sites: at most ``cap`` steps.
+
+        No gene is deleted here (the tail's sizes are its own deletions), and none is
+        re-estimated twice in a row.
+        """
+        last_re = -1
+        for _ in range(cap):
+            S, Q = self._active_scores(active)
+            pen = self.penalty if self.penalty.ndim == 0 else self.penalty[active]
+            act, gain, na = self._actions(S, Q, alpha[active], np.zeros(active.size, dtype=bool),
+                                          self.alpha_min, pen)
+            gain[np.isin(active, fixed_idx)] = -np.inf
+            gain[(active == last_re) | (act != REESTIMATE)] = -np.inf
+            pos = int(np.argmax(gain))
+            if not gain[pos] > self.tol:
+                break
+            j = int(active[pos])
+            alpha[j] = na[pos]
+            last_re = j
+            self._record(ACTION_NAMES[REESTIMATE], j, active, alpha[active],
+                         self._refresh(active, alpha[active])[0])
 
     def _loop(self, alpha):
         """Run the steps from the recorded start with precisions ``alpha`` (changed in place)."""
@@ -377,6 +472,10 @@ class SequentialPath(_PathLoop):
 
     def _n_recorded(self):
         return len(self.steps)
+
+    @staticmethod
+    def _actions(S, Q, alpha, allowed, alpha_min, penalty):
+        return candidate_actions(S, Q, alpha, allowed, alpha_min, penalty)
 
     def _objective_at(self, k):
         return self._objective(self.steps[k])
@@ -506,72 +605,12 @@ class SequentialPath(_PathLoop):
         self.steps.append(Step(k, action, j, active, alpha_active.copy(), stats, state))
         self._log(k)
 
-    def prune(self, sizes=None, max_reestimates=None):
-        """Continue a finished path down to smaller models: the *pruning tail*.
+    def _active_scores(self, active):
+        b, t, post, _ = self._current
+        return score_candidates(self.model.columns(active), post, b, t)
 
-        The path proper ends where no action gains more than ``tol``; models smaller than that
-        are not on it. The tail goes on from there by backward elimination to each size of
-        ``sizes`` below the current one (default: every size down to 1 gene): the genes whose
-        deletion costs the objective least are deleted (action ``"prune"``, although the
-        objective falls), the sites are refreshed, and the remaining precisions are
-        re-estimated (or further genes deleted, where that gains) until no such action gains
-        more than ``tol`` or ``max_reestimates`` steps were taken (default: the number of genes
-        in the model). Going down to a size several genes smaller deletes them at once, by
-        their individual deletion costs. Held features (``fixed``) are never deleted. Only the
-        model's own columns are scored, so a tail step costs ``O(n d^2)``, not a pass over the
-        design.
-        """
-        if not self.steps:
-            return self
-        alpha = np.full(self.model.design.shape[1], np.inf)
-        last = self.steps[-1]
-        alpha[last.active] = last.alpha
-        fixed_idx = np.fromiter(self.fixed.keys(), dtype=np.intp, count=len(self.fixed))
+    def _last_step(self):
+        return self.steps[-1]
 
-        def genes(active):
-            return int(active.size - np.isin(active, fixed_idx).sum())
-
-        active = np.flatnonzero(np.isfinite(alpha))
-        d0 = genes(active)
-        # The intercept-only model (0 genes) exists only when a feature is held in every model.
-        low = 0 if fixed_idx.size else 1
-        targets = range(d0 - 1, low - 1, -1) if sizes is None else sorted(
-            {int(k) for k in sizes if low <= int(k) < d0}, reverse=True)
-        for target in targets:
-            if genes(active) <= target:
-                continue
-            b, t, post, _ = self._current
-            S, Q = score_candidates(self.model.columns(active), post, b, t)
-            a = alpha[active]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                g_del = 0.5 * (Q * Q / (S - a) - np.log1p(-S / a))
-            g_del = np.where(np.isfinite(g_del), g_del, -np.inf)
-            g_del[np.isin(active, fixed_idx)] = -np.inf
-            drop = active[np.argsort(-g_del, kind="stable")[: genes(active) - target]]
-            alpha[drop] = np.inf
-            active = np.flatnonzero(np.isfinite(alpha))
-            refit = self.model.refresh(active, alpha[active], self._current[3])
-            self._record("prune", int(drop[0]) if drop.size == 1 else -1, active,
-                         alpha[active], refit)
-            # Re-estimate the remaining precisions for the new sites (deletions that gain too).
-            cap = genes(active) if max_reestimates is None else int(max_reestimates)
-            last_re = -1
-            for _ in range(cap):
-                b, t, post, _ = self._current
-                S, Q = score_candidates(self.model.columns(active), post, b, t)
-                pen = self.penalty if self.penalty.ndim == 0 else self.penalty[active]
-                act, gain, na = candidate_actions(S, Q, alpha[active],
-                                                  np.zeros(active.size, dtype=bool),
-                                                  self.alpha_min, pen)
-                gain[np.isin(active, fixed_idx)] = -np.inf
-                gain[(active == last_re) & (act == REESTIMATE)] = -np.inf
-                gain[act == DELETE] = -np.inf  # the tail's sizes are its own deletions
-                pos = int(np.argmax(gain))
-                if not gain[pos] > self.tol:
-                    break
-                j = int(active[pos])
-                alpha[j] = na[pos]
-                last_re = j
-                refit = self.model.refresh(active, alpha[active], self._current[3])
-                self._record(ACTION_NAMES[int(act[pos])], j, active, alpha[active], refit)
-        return self
+    def _n_columns(self):
+        return self.model.design.shape[1]

@@ -172,7 +172,7 @@ def check_regression_target(estimator, y, n_samples: int, *, stacklevel: int = 3
 
     ``y=None``, a shape other than ``(n,)`` or ``(n, 1)`` (a column vector is ravelled with
     scikit-learn's ``DataConversionWarning``), another number of values, values that are not
-    numbers and NaN or infinite values raise :class:`~ardselect.DataError`. ``stacklevel`` as
+    numbers and NaN or infinite values raise :class:`~ardselect.exceptions.DataError`. ``stacklevel`` as
     for :func:`check_binary_labels`.
     """
     require_y(estimator, y, DataError)

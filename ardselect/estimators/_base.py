@@ -51,7 +51,7 @@ from ..engine._validation import (
     constant_columns,
     require_y,
 )
-from ..exceptions import DataError, LabelError
+from ..exceptions import ConstantFeatureWarning, DataError, LabelError
 from ._constraints import Interval, Options
 
 __all__ = ["INTERCEPT", "ConstantFeatureWarning", "basis_constraints"]
@@ -64,10 +64,6 @@ INTERCEPT = "(intercept)"
 #: its precision at unit scale times the square of the column's scale (and its variance divided by
 #: it): outside this range one of them overflows or vanishes in float64.
 SCALE_RANGE = (1e-150, 1e150)
-
-
-class ConstantFeatureWarning(UserWarning):
-    """Constant features were left out of the model (``constant_features="warn"``)."""
 
 
 def basis_constraints(kernels=KERNELS) -> dict:
@@ -124,7 +120,7 @@ class _FamilyEstimator(BaseEstimator):
 
         A dask array is gathered first. Complex values, a shape other than 2-D, empty input, NaN
         or infinite values and, with ``reset=False``, other features than the fit's raise
-        :class:`~ardselect.DataError`. ``reset=True`` sets ``n_features_in_`` (and
+        :class:`~ardselect.exceptions.DataError`. ``reset=True`` sets ``n_features_in_`` (and
         ``feature_names_in_`` for string column names).
         """
         if is_dask(X):
@@ -144,7 +140,7 @@ class _FamilyEstimator(BaseEstimator):
         ``classes`` is sorted (``classes_[1]`` is the positive class of a binary problem) and
         ``y_index`` indexes it. A missing ``y``, labels that are not classes, a count other than
         ``n_samples``, a single class and (``_binary_only``) more than two classes raise
-        :class:`~ardselect.LabelError`.
+        :class:`~ardselect.exceptions.LabelError`.
         """
         require_y(self, y)
         if is_dask(y):
@@ -170,7 +166,7 @@ class _FamilyEstimator(BaseEstimator):
         """Constant features (mask ``const``) are left out: silently, with a warning or refused.
 
         ``policy`` is the estimator's ``constant_features`` (``"ignore"``, ``"warn"``: a
-        :class:`ConstantFeatureWarning`, ``"raise"``: a :class:`~ardselect.DataError`);
+        :class:`ConstantFeatureWarning`, ``"raise"``: a :class:`~ardselect.exceptions.DataError`);
         ``stacklevel`` counts from the caller, as :func:`warnings.warn`'s does.
         """
         if not const.any() or policy == "ignore":
@@ -261,7 +257,7 @@ class _ARDPathEstimator(SelectorMixin, _FamilyEstimator):
         the intercept, the last one, or -1 without it) and ``_basis_names``. With the feature
         basis, constant features are kept out of the model: silently, with a
         :class:`ConstantFeatureWarning` (``"warn"``) or not at all (``"raise"``, a
-        :class:`~ardselect.DataError`).
+        :class:`~ardselect.exceptions.DataError`).
 
         Returns
         -------

@@ -189,7 +189,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
 
     See Also
     --------
-    ardselect.ep_probit : EP at fixed precisions.
+    ardselect.diagnostics.ep_probit : EP at fixed precisions.
     ardselect.RVMClassifier : the Laplace-approximation ARD (Seq-ARD-Laplace).
 
     Notes
@@ -326,11 +326,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             msg = ("covariates are not taken with a dask X; gather X into memory (or fit a "
                    "max_samples sketch of it) first")
             raise DataError(msg)
-        X, y, self.sketch_ = sketch(X, y, self.max_samples)
-        if groups is not None and self.sketch_ is not None:
-            groups = groups[self.sketch_]
-        if covariates is not None and self.sketch_ is not None:
-            covariates = covariates[self.sketch_]
+        X, y, self.sketch_, groups, covariates = self._sketch(X, y, groups, covariates)
         # A dask array fitted whole with the gene basis stays where it is: every pass the path
         # makes over the design is a dask reduction over its row chunks (a lazy design).
         lazy = client is not None and self.sketch_ is None and self.kernel == "features"
@@ -413,6 +409,15 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
             client=client, names=self._basis_names, icol=self._icol,
             estimator_name=type(self).__name__, max_steps=self.max_steps)
         return spec, fits
+
+    def _sketch(self, X, y, groups=None, covariates=None):
+        """The rows ``fit`` fits: ``(X, y, rows, groups, covariates)``, ``rows`` None for every row.
+
+        The deterministic stratified sketch of ``max_samples``
+        (:func:`~ardselect.engine._rows.sketch`), the groups and covariates taken at its rows;
+        :func:`~ardselect.fit_signature` asks for them to preprocess those rows only.
+        """
+        return sketch(X, y, self.max_samples, groups, covariates)
 
     def _path_spec(self, n_samples):
         """The settings of every path run of this fit (the full fit's and the folds')."""

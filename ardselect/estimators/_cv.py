@@ -46,6 +46,7 @@ import pandas as pd
 from scipy.optimize import minimize_scalar
 from scipy.special import log_ndtr
 
+from ..choices import groups_need_cv
 from ..engine._design import as_design, dense
 from ..engine._problem import run_binary, run_joint, sign_in_place, size_steps
 from ..exceptions import ParameterError
@@ -820,10 +821,7 @@ def check_groups(groups, y, criterion):
     """``groups`` (one label per sample) as an array of strings, or None; checked against ``y``."""
     if groups is None:
         return None
-    if criterion != "cv":
-        msg = (f"groups are used by the inner cross-validation of criterion='cv' only; got "
-               f"criterion={criterion!r}")
-        raise ValueError(msg)
+    groups_need_cv(criterion)
     groups = np.asarray(groups, dtype=object)
     n = len(y)
     if groups.ndim != 1 or groups.shape[0] != n:

@@ -29,7 +29,7 @@ Paper symbol -> code name: Phi (design, N x M) -> ``Phi``; w -> ``w``; alpha -> 
 ``alpha_lower``.
 
 Convergence diagnostics (split-R-hat and bulk effective sample size) are in ``_mcmc.py``, public as
-:func:`ardselect.split_rhat` and :func:`ardselect.effective_sample_size`.
+:func:`ardselect.diagnostics.split_rhat` and :func:`ardselect.diagnostics.effective_sample_size`.
 """
 
 from __future__ import annotations

@@ -299,7 +299,7 @@ class RVMRegressor(RegressorMixin, _RVMBase):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training inputs; NaN or infinite values raise :class:`~ardselect.DataError`.
+            Training inputs; NaN or infinite values raise :class:`~ardselect.exceptions.DataError`.
         y : array-like of shape (n_samples,)
             Real targets.
 
@@ -616,7 +616,7 @@ class RVMClassifier(_BinaryClassifierMixin, _RVMBase):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training inputs; NaN or infinite values raise :class:`~ardselect.DataError`.
+            Training inputs; NaN or infinite values raise :class:`~ardselect.exceptions.DataError`.
         y : array-like of shape (n_samples,)
             Two classes ({0, 1}, {-1, +1}, booleans, strings); ``classes_[1]`` is the positive one.
 

@@ -144,7 +144,7 @@ class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, _FamilyEstimator):
         genes, from one to about twenty, drive the phenotype".
     prior_inclusion : float in (0, 1] or None, default=None
         A fixed ``p0`` instead of the hyperprior (``prior_genes`` is then unused). 1 puts every
-        gene in the model: the Gaussian prior of :func:`ardselect.ep_probit` with precision
+        gene in the model: the Gaussian prior of :func:`ardselect.diagnostics.ep_probit` with precision
         ``1 / slab_variance``.
     slab_variance : float > 0, default=1.0
         Prior variance of an included gene's weight, in latent (probit) units per standard deviation
@@ -173,7 +173,7 @@ class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, _FamilyEstimator):
         shared data sets).
     constant_features : {"warn", "ignore", "raise"}, default="warn"
         Constant genes are left out of the model (PIP 0) with a :class:`ConstantFeatureWarning`,
-        silently, or refused with a :class:`~ardselect.DataError`.
+        silently, or refused with a :class:`~ardselect.exceptions.DataError`.
 
     Attributes
     ----------
@@ -215,7 +215,7 @@ class SpikeSlabClassifier(ClassifierMixin, SelectorMixin, _FamilyEstimator):
     See Also
     --------
     ardselect.ARDClassifier : ARD probit by EP along a sequential path (one chosen model).
-    ardselect.ep_probit : EP with a fixed Gaussian prior.
+    ardselect.diagnostics.ep_probit : EP with a fixed Gaussian prior.
 
     Notes
     -----

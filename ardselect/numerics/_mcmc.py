@@ -1,6 +1,6 @@
 """MCMC convergence diagnostics: split-R-hat and bulk effective sample size, for any sampler's draws.
 
-Public as :func:`ardselect.split_rhat` and :func:`ardselect.effective_sample_size`;
+Public as :func:`ardselect.diagnostics.split_rhat` and :func:`ardselect.diagnostics.effective_sample_size`;
 :class:`ardselect.GibbsRVMClassifier` reports them per weight (``rhat_``, ``ess_``). They follow
 Vehtari, Gelman, Simpson, Carpenter & Buerkner (2021), *Rank-normalization, folding, and
 localization: an improved R-hat*, Bayesian Analysis 16(2), and Gelman et al., *Bayesian Data

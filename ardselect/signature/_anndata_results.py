@@ -18,22 +18,7 @@ import scipy.sparse as sp
 
 from ..engine._design import as_design, dense
 from ..preprocessing import Preprocessor
-
-#: Columns of older records' gene tables (``uns[key]["ranked"]``) under their current names, read
-#: through by ``get.ranked_genes_df``: the weight's posterior was ``mean`` / ``sd``.
-GENE_TABLE_RENAMES = {"mean": "weight", "sd": "weight_sd"}
-#: The same for the default (ARD) model's table: its conditional Bayes factor was ``log_bf``
-#: (the spike-and-slab table's ``log_bf`` is its own, and keeps the name).
-ARD_GENE_TABLE_RENAMES = {**GENE_TABLE_RENAMES, "log_bf": "log_bf_conditional"}
-
-#: Per-gene certainty columns of the ranked table, also written to ``var`` (and ``varm``).
-_CERTAINTY = ("pip", "set_probability", "log_bf_conditional", "log_bf_marginal", "cv_frequency",
-              "t_stat")
-
-
-#: Its per-gene certainty columns, written to ``var`` (and ``varm``) as floats.
-_SPIKESLAB_CERTAINTY = ("pip", "set_pip", "log_bf", "p_sign", "t_stat")
-
+from ._kinds import KINDS
 
 #: The note of a selected gene whose weight has the opposite sign of its class difference.
 OPPOSITE_NOTE = "weight opposite to the class difference (conditional on the other genes)"
@@ -240,8 +225,8 @@ def _write_results(adata, result, key: str, params: dict):
     weight = np.zeros((n_vars, len(problems)))
     sd = np.zeros((n_vars, len(problems)))
     selected = np.zeros((n_vars, len(problems)), dtype=bool)
-    spikeslab = result.kind == "spike-slab"
-    columns = _SPIKESLAB_CERTAINTY if spikeslab else _CERTAINTY
+    kind = KINDS[result.kind]
+    columns = kind.certainty_columns
     certainty = {c: np.full((n_vars, len(problems)), np.nan) for c in columns}
     credible_set = np.zeros((n_vars, len(problems)), dtype=np.int64)  # 0: in no set
     for k, cls in enumerate(problems):
@@ -273,8 +258,8 @@ def _write_results(adata, result, key: str, params: dict):
         for c in columns:
             adata.varm[f"{key}_{c}"] = certainty[c]
         adata.varm[f"{key}_credible_set"] = credible_set
-    if spikeslab:
-        adata.uns[key] = _spikeslab_record(result, problems, params)
+    if not kind.has_path:
+        adata.uns[key] = _pip_record(result, problems, params)
         return
     adata.uns[key] = {
         "params": _uns_value(params),
@@ -314,11 +299,11 @@ def _preprocessing_record(result) -> dict:
     }
 
 
-def _spikeslab_record(result, problems, params):
-    """``uns[key]`` of ``model="spike-slab"``: no path, frontier or chosen step."""
+def _pip_record(result, problems, params):
+    """``uns[key]`` of a model without a path (spike-and-slab): no path, frontier or chosen step."""
     return {
         "params": _uns_value(params),
-        "model": "spike-slab",
+        "model": result.kind,
         "classes": np.asarray(result.classes, dtype=object),
         "problems": np.asarray(problems, dtype=object),
         "positive": "None" if result.positive is None else str(result.positive),

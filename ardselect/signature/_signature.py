@@ -31,66 +31,14 @@ from ..estimators._neighbourhood import set_memberships
 from ..exceptions import DataError, LabelError
 from ..model import PortableModel
 from ..preprocessing import Preprocessor
+from ._kinds import KINDS, kind_of
 
 __all__ = ["Signature", "fit_signature"]
 
 
-_RANKED_COLUMNS = (
-    "class",
-    "rank",
-    "gene",
-    "description",
-    "selected",
-    "pip",
-    "credible_set",
-    "set_probability",
-    "alternatives",
-    "contribution",
-    "std_weight",
-    "relevance",
-    "weight",
-    "weight_sd",
-    "alpha",
-    "entered_step",
-    "log_bf_conditional",
-    "z",
-    "log_bf_marginal",
-    "cv_frequency",
-    "t_stat",
-    "log2_fc",
-    "direction",
-    "note",
-)
-#: The ranked table of :class:`~ardselect.SpikeSlabClassifier`.
-_SPIKESLAB_COLUMNS = (
-    "class",
-    "rank",
-    "gene",
-    "description",
-    "selected",
-    "pip",
-    "credible_set",
-    "set_pip",
-    "log_bf",
-    "weight",
-    "weight_sd",
-    "z",
-    "p_sign",
-    "t_stat",
-    "log2_fc",
-    "direction",
-    "note",
-)
-#: Columns of its credible-set table (``SpikeSlabClassifier.credible_sets_`` with gene names).
-_CREDIBLE_COLUMNS = ("class", "set", "gene", "description", "pip", "set_pip", "size", "purity")
-#: The credible sets of the ARD signature (``ARDClassifier.credible_sets_``).
-_ARD_CREDIBLE_COLUMNS = ("class", "set", "gene", "description", "pip", "set_probability", "size",
-                         "purity")
 #: Columns of its hyperprior table (``SpikeSlabClassifier.hyper_results_``).
 _HYPER_COLUMNS = ("class", "expected_genes", "prior_inclusion", "log_evidence", "weight",
                   "converged", "n_iter")
-#: The models :func:`ardselect.rank_genes` fits (its ``model`` keyword).
-MODELS = ("ard", "spike-slab")
 #: Columns of the frontier table (``ARDClassifier.cv_results_`` with the class labels).
 _FRONTIER_COLUMNS = ("class", "n_genes", "step", "cv_log_loss", "cv_log_loss_se", "cv_error",
                      "cv_error_se", "temperature", "variance_scale", "offset",
@@ -212,11 +160,10 @@ class Signature:
         from ..get import _enrichment_sets, _naming, _problem_pairs
 
         use_symbols, naming = _naming(self.symbol_key, self.ranked, chosen=symbol_key_given)
-        threshold = float(getattr(self.estimator, "threshold", 0.5))
+        threshold = KINDS[self.kind].threshold(getattr(self.estimator, "threshold", 0.5))
         return _enrichment_sets(
             self.ranked[self.ranked["selected"]], _problem_pairs(self.classes, self.problems),
-            label_key=self.label_key, criterion=self.criterion,
-            threshold=threshold if self.kind == "spike-slab" else None,
+            label_key=self.label_key, criterion=self.criterion, threshold=threshold,
             use_symbols=use_symbols, naming=naming)
 
     def ranked_list(self, group: str | None = None, *,
@@ -271,10 +218,10 @@ def settings_record(sig: Signature, key_added: str, *, positive, symbol_key) -> 
 
     pre = sig.preprocessing.get_params()
     est = dict(sig.estimator.get_params(deep=False))
-    spikeslab = sig.kind == "spike-slab"
-    # (spike-and-slab has no criterion or path: the record keeps rank_genes' defaults)
-    criterion = "cv" if spikeslab else est.pop("criterion")
-    max_steps = None if spikeslab else est.pop("max_steps")
+    kind = KINDS[sig.kind]
+    # (a model without a path has no criterion or steps: the record keeps rank_genes' defaults)
+    criterion = est.pop("criterion") if kind.has_path else "cv"
+    max_steps = est.pop("max_steps") if kind.has_path else None
     params = {
         "groupby": sig.label_key,
         "positive": positive,
@@ -294,8 +241,8 @@ def settings_record(sig: Signature, key_added: str, *, positive, symbol_key) -> 
         "key_added": key_added,
         "version": __version__,
     }
-    if spikeslab:
-        params["model"] = "spike-slab"
+    if not kind.has_path:
+        params["model"] = kind.name
     return params
 
 
@@ -361,14 +308,7 @@ def fit_signature(data: ExpressionData, *, preprocessor: Preprocessor | None = N
     from sklearn.base import clone
 
     pre, est = _check_settings(preprocessor, estimator)
-    spikeslab = _is_spikeslab(est)
-    if data.groups is not None and (spikeslab or est.criterion != "cv"):
-        what = "model='spike-slab'" if spikeslab else f"criterion={est.criterion!r}"
-        msg = f"groups are used by the inner cross-validation of criterion='cv' only; got {what}"
-        raise ValueError(msg)
-    if data.covariates and spikeslab:
-        msg = "covariates are held by the ARD model only; leave them out with model='spike-slab'"
-        raise ValueError(msg)
+    kind_of(est).check_data(est, groups=data.groups, covariates=data.covariates)
     labels, genes, descriptions, samples = _checked_data(data)
     classes, codes, positive = _encode_labels(labels, positive)
     pre, est = clone(pre), clone(est)
@@ -383,12 +323,6 @@ def fit_signature(data: ExpressionData, *, preprocessor: Preprocessor | None = N
     return _tables(data, fit, labels=labels, genes=genes, descriptions=descriptions,
                    classes=classes, positive=positive, encoder=encoder,
                    n_samples=len(samples))
-
-
-def _is_spikeslab(est) -> bool:
-    from ..estimators._spikeslab import SpikeSlabClassifier
-
-    return isinstance(est, SpikeSlabClassifier)
 
 
 def _check_settings(preprocessor, estimator):
@@ -521,18 +455,14 @@ def _fit(est, pre: Preprocessor, X, codes, groups, covariates, classes) -> _Fit:
     """Fit ``est`` on the preprocessed rows it fits; its warnings name classes by label."""
     # The estimator fits the stratified sketch of max_samples only: take its rows first and
     # transform those (the preprocessing statistics come from every sample).
-    X_fit, codes_fit, groups_fit, fit_rows = _rows_to_fit(est, X, codes, groups)
+    X_fit, codes_fit, groups_fit, covariates_fit, fit_rows = _rows_to_fit(est, X, codes, groups,
+                                                                          covariates)
     Z = pre.transform(X_fit)
     del X_fit
     code_to_label = {str(i): str(c) for i, c in enumerate(classes)}
     with _relabel_progress(code_to_label), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if _is_spikeslab(est):
-            est.fit(Z, codes_fit)
-        else:
-            if covariates is not None and fit_rows is not None:
-                covariates = np.asarray(covariates)[fit_rows]
-            est.fit(Z, codes_fit, groups=groups_fit, covariates=covariates)
+        kind_of(est).fit(est, Z, codes_fit, groups=groups_fit, covariates=covariates_fit)
     for w in caught:
         # The estimator names classes by their integer codes ("class 9"); name them by their
         # labels. Only "class <code>" is rewritten, so other numbers (max_steps=2000) stay.
@@ -544,27 +474,23 @@ def _fit(est, pre: Preprocessor, X, codes, groups, covariates, classes) -> _Fit:
     return _Fit(est, pre, Z, codes_fit, fit_rows)
 
 
-def _rows_to_fit(est, X, codes, groups):
-    """The rows the estimator fits: ``(X, codes, groups, rows)``, ``rows`` None for every row.
+def _rows_to_fit(est, X, codes, groups, covariates):
+    """The rows the estimator fits: ``(X, codes, groups, covariates, rows)``, ``rows`` None for every row.
 
-    With ``max_samples`` below the number of in-memory samples, the stratified sketch the
-    estimator would draw (:func:`ardselect.engine._rows.sketch`, its parameters and ``groups`` checked
-    first, as its ``fit`` checks them); the estimator then fits those rows as given. Otherwise
-    everything, sketched (or not) by the estimator itself (a dask array gathers only its sketch).
+    For in-memory samples, the rows the estimator's ``fit`` would keep (its stratified sketch of
+    ``max_samples``, drawn by the estimator, its parameters and ``groups`` checked first as its
+    ``fit`` checks them); the estimator then fits those rows as given. Otherwise everything,
+    sketched (or not) by the estimator itself (a dask array gathers only its sketch).
     """
-    from ..engine._rows import sketch
     from ..estimators._constraints import check_params
     from ..estimators._cv import check_groups
 
-    max_samples = getattr(est, "max_samples", None)
-    if max_samples is None or as_design(X).lazy:
-        return X, codes, groups, None
+    if getattr(est, "max_samples", None) is None or as_design(X).lazy:
+        return X, codes, groups, covariates, None
     check_params(est)
     groups = check_groups(groups, codes, est.criterion)
-    X, codes_fit, rows = sketch(X, codes, max_samples)
-    if rows is None:
-        return X, codes, groups, None
-    return X, codes_fit, None if groups is None else groups[rows], rows
+    X, codes, rows, groups, covariates = est._sketch(X, codes, groups, covariates)
+    return X, codes, groups, covariates, rows
 
 
 # The tables ----------------------------------------------------------------------------------
@@ -575,19 +501,18 @@ def _tables(data, fit: _Fit, *, labels, genes, descriptions, classes, positive, 
     from ._anndata_results import _log_fold_changes, _with_directions
 
     est, pre = fit.est, fit.pre
-    spikeslab = _is_spikeslab(est)
+    kind = kind_of(est)
     kept = np.flatnonzero(pre.keep_)
     names = _Names(genes, descriptions, kept, est, classes, fit.Z.shape[1])
-    ranked = _ranked_table(fit, names, spikeslab=spikeslab)
+    ranked = _ranked_table(fit, names, has_path=kind.has_path)
     lfc = _log_fold_changes(data.X, labels, pre, log1p_base=data.log1p_base)
     ranked = _with_directions(ranked, lfc, genes, classes, positive)
-    ranked = ranked[list(_SPIKESLAB_COLUMNS if spikeslab else _RANKED_COLUMNS)]
+    ranked = ranked[list(kind.ranked_columns)]
     ranked = ranked.reset_index(drop=True)
     ranked["rank"] = ranked["rank"].astype(np.int64)
     ranked["selected"] = ranked["selected"].astype(bool)
     ranked["credible_set"] = ranked["credible_set"].astype("Int64")
-    credible = _credible_table(est.credible_sets_,
-                               _CREDIBLE_COLUMNS if spikeslab else _ARD_CREDIBLE_COLUMNS, names)
+    credible = _credible_table(est.credible_sets_, kind.credible_columns, names)
     problems = list(dict.fromkeys(ranked["class"]))
     gene_sets = {c: ranked.loc[(ranked["class"] == c) & ranked["selected"], "gene"].tolist()
                  for c in problems}
@@ -601,14 +526,14 @@ def _tables(data, fit: _Fit, *, labels, genes, descriptions, classes, positive, 
         "dropped": genes[~pre.keep_],
     }
     extra = {"label_key": data.label_key, "input": data.input_space, **data.pseudobulk}
-    if spikeslab:
+    if not kind.has_path:
         hyper = est.hyper_results_.copy()
         hyper["class"] = [names.label_of[c] for c in hyper["class"]]
         hyper = hyper[list(_HYPER_COLUMNS)].reset_index(drop=True)
         model = PortableModel.from_estimator(est, pre, names.kept, names.est_classes,
                                              extra={"positive": positive, **extra})
         return Signature(**common, path=None, frontier=None, chosen_step={}, model=model,
-                         kind="spike-slab", hyper=hyper, n_fit_samples=n_samples)
+                         kind=kind.name, hyper=hyper, n_fit_samples=n_samples)
     # The alternatives by gene name (the estimator's table names its columns).
     member = set_memberships(credible, "gene")
     ranked["alternatives"] = [member.get((c, str(g)), (0, 0.0, ""))[2]
@@ -662,13 +587,13 @@ class _Names:
         return np.array([self.column[str(f)] for f in features], dtype=np.intp)
 
 
-def _ranked_table(fit: _Fit, names: _Names, *, spikeslab: bool) -> pd.DataFrame:
+def _ranked_table(fit: _Fit, names: _Names, *, has_path: bool) -> pd.DataFrame:
     """The estimator's ranked table by gene and class, the dropped (constant) genes after each class."""
     from ..estimators._certainty import class_contrast
 
     est, pre = fit.est, fit.pre
     ranked = est.ranked_features()
-    if spikeslab:
+    if not has_path:  # (a path model's table has its t_stat)
         # Welch's t of each gene, the problem's class against the rest, as ARD's table has it.
         t_stat = {c: class_contrast(fit.Z, fit.codes == int(c))
                   for c in dict.fromkeys(ranked["class"])}
@@ -679,7 +604,7 @@ def _ranked_table(fit: _Fit, names: _Names, *, spikeslab: bool) -> pd.DataFrame:
     cols = names.of(ranked["feature"])
     ranked["gene"] = names.kept[cols]
     ranked["description"] = names.kept_descriptions[cols]
-    if not spikeslab:
+    if has_path:
         if "relevance" not in ranked.columns:
             ranked["relevance"] = np.where(ranked["selected"], 1.0 / ranked["alpha"], 0.0)
         ranked["entered_step"] = ranked["entered_step"].astype("Int64")
