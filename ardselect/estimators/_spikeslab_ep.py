@@ -343,7 +343,10 @@ class _Anderson:
     versa. The least-squares coefficients come from the ``(k, k)`` Gram matrix of the residual
     differences, kept up to date as columns come and go (ridge ``1e-12`` times its trace against
     collinear columns). Two safeguards: when a step more than doubles the residual norm, the
-    history is dropped; when ``mem`` steps in a row have not lowered the smallest residual norm
+    history is dropped and that step's difference is not remembered either (so the history never
+    starts with a jump: from a cold start, the first sweep moves only the likelihood sites and
+    the second then proposes to move the gene sites far, a pair of differences that stalled the
+    extrapolation for ``mem`` sweeps); when ``mem`` steps in a row have not lowered the smallest residual norm
     seen, the history is dropped and the next ``mem`` steps are plain damped ones,
     ``x + beta g`` (extrapolation can stall where damped iteration converges). Iterates stay
     inside the sites' bounds ``[lower, upper]``.
@@ -386,8 +389,9 @@ class _Anderson:
             self.stalled += 1
         if self.prev is not None:
             x0, g0 = self.prev
-            if self.k and r2 > 4.0 * float(g0 @ g0):
-                self._reset()
+            if r2 > 4.0 * float(g0 @ g0):
+                if self.k:
+                    self._reset()
             else:
                 self._push(x - x0, g - g0)
         if self.stalled >= self.mem and self.plain == 0:
