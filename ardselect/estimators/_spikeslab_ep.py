@@ -380,7 +380,7 @@ class _Anderson:
     collinear columns). Two safeguards: when a step more than doubles the residual norm, the
     history is dropped and that step's difference is not remembered either (so the history never
     starts with a jump: from a cold start, the first sweep moves only the likelihood sites and the
-    second then proposes to move the gene sites far, a pair of differences that stalled the
+    second then proposes to move the gene sites far, a pair of differences that would stall the
     extrapolation for ``mem`` sweeps); when ``mem`` steps in a row have not lowered the smallest
     residual norm seen, the history is dropped and the next ``mem`` steps are plain damped ones,
     ``x + beta g`` (extrapolation can stall where damped iteration converges). Iterates stay
