@@ -110,3 +110,51 @@ def test_a_gene_no_sample_informs_changes_nothing(seed):
     np.testing.assert_allclose(extra.log_evidence, base.log_evidence, rtol=1e-9)
     np.testing.assert_allclose(extra.pip[:6], base.pip, atol=1e-9)
     np.testing.assert_allclose(extra.pip[6], 0.2, rtol=1e-9)  # the prior, untouched
+
+
+def test_sample_space_sweep_is_the_posterior(seed):
+    """A sample-space sweep's marginals and assembled posterior are LatentPosterior's own."""
+    from ardselect.estimators._spikeslab_ep import _Sweeper
+    from ardselect.numerics._ep import LatentPosterior
+
+    rng = np.random.default_rng(seed)
+    n, p = 12, 40
+    Z, Zt = standardised(rng, n, p, 3)
+    t = labels(rng, Z, np.r_[1.0, 0.0, -1.0, np.zeros(p - 3)])
+    P = np.column_stack([t[:, None] * Z, t])
+    tau, nu = rng.uniform(0.0, 2.0, n), rng.normal(size=n)
+    tau[0] = 0.0  # a site with no information
+    lam, eta = rng.uniform(0.5, 50.0, p), rng.normal(size=p)
+    sweeper = _Sweeper(P, 0.1, "sample")
+    for _ in range(2):  # the buffer is reused: a second sweep gives the same answer
+        state = sweeper.marginals(tau, nu, lam, eta)
+    _, mu0, f_mean, f_var, mean, var = state
+    alpha = np.r_[lam, 0.1]
+    np.testing.assert_allclose(mu0, np.r_[eta / lam, 0.0])
+    ref = LatentPosterior(P, alpha, tau, nu - tau * (P @ mu0), "sample")
+    np.testing.assert_allclose(f_mean, P @ mu0 + ref.f_mean, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(f_var, ref.f_var, rtol=1e-10)
+    np.testing.assert_allclose(mean, mu0 + ref.mean, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(var, ref.var(), rtol=1e-10)
+    post = sweeper.posterior(state)
+    np.testing.assert_allclose(post.log_det_B, ref.log_det_B, rtol=1e-12)
+    np.testing.assert_allclose(post.mean, ref.mean, rtol=1e-10, atol=1e-12)
+    Za = np.column_stack([Zt, np.ones(3)])
+    for got, want in zip(post.latent(Za), ref.latent(Za), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_anderson_history_never_starts_with_a_jump():
+    """A step that more than doubles the residual norm leaves no difference in the history."""
+    from ardselect.estimators._spikeslab_ep import _Anderson
+
+    acc = _Anderson(3, 0.5, np.full(4, -np.inf), np.full(4, np.inf))
+    acc.step(np.zeros(4), np.full(4, 0.1))
+    acc.step(np.ones(4), np.full(4, 10.0))  # the jump: nothing remembered
+    assert acc.k == 0
+    acc.step(np.full(4, 2.0), np.full(4, 9.0))
+    assert acc.k == 1
+    for i in range(4):  # the ring keeps the last three, with their Gram matrix
+        acc.step(np.full(4, 3.0 + i) + np.arange(4) * i, np.full(4, 8.0 - i) - np.arange(4))
+    k = acc.k
+    np.testing.assert_allclose(acc.gram[:k, :k], acc.dG[:k] @ acc.dG[:k].T)

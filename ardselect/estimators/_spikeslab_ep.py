@@ -68,6 +68,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 from scipy.linalg.blas import dtrmm as _dtrmm
@@ -75,7 +76,7 @@ from scipy.linalg.blas import dtrmv as _dtrmv
 from scipy.linalg.lapack import dtrtri as _dtrtri
 from scipy.special import expit, logsumexp
 
-from ..numerics._ep import LatentPosterior, _factor, _new_sites
+from ..numerics._ep import LatentPosterior, _assemble_posterior, _factor, _new_sites
 from ..numerics._probit import log_Phi
 
 __all__ = ["SpikeSlabEP", "combine_problems", "prior_site_moments", "run_spikeslab_ep"]
@@ -184,13 +185,21 @@ class _Sweeper:
     """The posterior of given sites over the design ``P`` (``(n, d)``, intercept column last).
 
     In sample space (``d > n``) a sweep needs only the marginals, which :meth:`marginals` computes
-    with direct BLAS calls on the transposed design (no ``d x d`` matrix and no copy of the
-    ``(n, d)`` design per sweep): ``K = Pt Pt^T``, ``B = I + S K S`` factored, and the weight
-    variances from ``X = (S Pt)^T L^-T``, ``var = (1 - rowsum(X^2)) / alpha``, the formulas of
-    :class:`ardselect.numerics._ep.LatentPosterior`, which builds the final posterior (and is the
-    weight-space route). ``B >= I``, so its factor's inverse ``L^-1`` is bounded (norm at most 1):
-    the solves are products with it (``n x n``, inverted once per sweep), which BLAS runs faster
-    than triangular solves on these shapes.
+    with direct BLAS calls on one ``(d, n + 1)`` buffer, allocated once, that holds the scaled
+    transposed design ``Pt^T = A^-1/2 P^T`` and, in its last column, ``A^1/2 mu0``:
+
+    * one product gives ``K = Pt Pt^T`` and ``f0 = P mu0`` (``Pt`` times the buffer);
+    * ``B = I + S K S`` is factored and inverted (``n x n``);
+    * one triangular product overwrites the buffer with ``X = (S Pt)^T L^-T`` and, in its last
+      column, ``Pt^T b``: the triangular factor is ``[L^-1 S, 0; b^T, 0]``;
+    * ``var = (1 - rowsum(X^2)) / alpha`` and ``mean = mu0 + A^-1/2 Pt^T b``,
+
+    the formulas of :class:`ardselect.numerics._ep.LatentPosterior`, with no ``d x d`` matrix and
+    no other ``(n, d)`` array per sweep. ``B >= I``, so its factor's inverse ``L^-1`` is bounded
+    (norm at most 1): the solves are products with it (``n x n``, inverted once per sweep), which
+    BLAS runs faster than triangular solves on these shapes. :meth:`posterior` assembles the
+    :class:`~ardselect.numerics._ep.LatentPosterior` of the sites a :meth:`marginals` call was
+    given from what it computed (in weight space, it is that class's own).
     """
 
     def __init__(self, P, intercept_alpha, route):
@@ -200,6 +209,8 @@ class _Sweeper:
         self.route = route or ("weight" if self.d <= self.n else "sample")
         if self.route == "sample":
             self.PT = np.asfortranarray(P.T)  # (d, n)
+            self._buf = np.empty((self.d, self.n + 1), order="F")
+            self._tri = np.zeros((self.n + 1, self.n + 1), order="F")
 
     def _prior(self, lam, eta):
         mu0 = eta / lam  # (p,)
@@ -209,35 +220,59 @@ class _Sweeper:
             mu0 = np.append(mu0, 0.0)
         return alpha, mu0
 
-    def posterior(self, tau, nu, lam, eta):
-        """``(post, mu0, f_mean, f_var, mean, var)`` for sites ``(tau, nu)`` and ``(lam, eta)``."""
-        alpha, mu0 = self._prior(lam, eta)
-        f0 = self.P @ mu0  # (n,)
-        post = LatentPosterior(self.P, alpha, tau, nu - tau * f0, self.route)
-        return post, mu0, f0 + post.f_mean, post.f_var, mu0 + post.mean, post.var()
-
     def marginals(self, tau, nu, lam, eta):
-        """``(None, mu0, f_mean, f_var, mean, var)``: :meth:`posterior` without the posterior."""
-        if self.route != "sample":
-            return self.posterior(tau, nu, lam, eta)
+        """``(parts, mu0, f_mean, f_var, mean, var)`` for sites ``(tau, nu)`` and ``(lam, eta)``.
+
+        ``parts`` is what :meth:`posterior` needs to assemble the posterior of these sites (in
+        weight space, the posterior itself).
+        """
         alpha, mu0 = self._prior(lam, eta)
-        PtT = self.PT * (1.0 / np.sqrt(alpha))[:, None]  # (d, n), Fortran order
-        f0 = self.P @ mu0
+        if self.route != "sample":
+            f0 = self.P @ mu0  # (n,)
+            post = LatentPosterior(self.P, alpha, tau, nu - tau * f0, self.route)
+            return post, mu0, f0 + post.f_mean, post.f_var, mu0 + post.mean, post.var()
+        n = self.n
+        r = 1.0 / np.sqrt(alpha)
+        buf = self._buf
+        Pt = buf[:, :n]  # (d, n) view, Fortran order
+        np.multiply(self.PT, r[:, None], out=Pt)
+        np.divide(mu0, r, out=buf[:, n])
+        G = Pt.T @ buf  # (n, n + 1): [K, f0]
+        K, f0 = G[:, :n], G[:, n].copy()
         nu_s = nu - tau * f0  # sites of the shifted latent
-        K = PtT.T @ PtT  # (n, n)
         s = np.sqrt(tau)
         SK = s[:, None] * K
         B = SK * s
-        B.flat[:: self.n + 1] += 1.0
-        Li = _dtrtri(_factor(B), lower=1)[0]  # L^-1 (its lower triangle)
+        B.flat[:: n + 1] += 1.0
+        L = _factor(B)
+        Li = _dtrtri(L, lower=1)[0]  # L^-1 (its lower triangle)
         V = _dtrmm(1.0, Li, SK, lower=1)  # (n, n) = L^-1 S K
         f_var = np.diagonal(K) - np.einsum("ij,ij->j", V, V)
         b = nu_s - s * _dtrmv(Li, V @ nu_s, lower=1, trans=1)
-        f_mean = f0 + K @ b
-        mean = mu0 + (self.PT @ b) / alpha
-        X = _dtrmm(1.0, Li, PtT * s, side=1, lower=1, trans_a=1)  # (d, n) = (S Pt)^T L^-T
-        var = (1.0 - np.einsum("ij,ij->i", X, X)) / alpha
-        return None, mu0, f_mean, f_var, mean, np.maximum(var, 0.0)
+        f_shift = K @ b
+        tri = self._tri
+        np.multiply(Li, s, out=tri[:n, :n])  # L^-1 S (lower triangle used)
+        tri[n, :n] = b
+        X = _dtrmm(1.0, tri, buf, side=1, lower=1, trans_a=1, overwrite_b=1)
+        mean = mu0 + r * X[:, n]
+        var = (1.0 - np.einsum("ij,ij->i", X[:, :n], X[:, :n])) / alpha
+        parts = (alpha, tau, nu_s, L, b, f_shift)
+        return parts, mu0, f0 + f_shift, f_var, mean, np.maximum(var, 0.0)
+
+    def posterior(self, state):
+        """The posterior of the shifted weights ``u - mu0`` for the sites of a :meth:`marginals` call.
+
+        ``state`` is what that call returned; the result is a
+        :class:`~ardselect.numerics._ep.LatentPosterior`.
+        """
+        parts, f_var = state[0], state[3]
+        if self.route != "sample":
+            return parts
+        alpha, tau, nu_s, L, b, f_shift = parts
+        inv_sqrt_alpha = 1.0 / np.sqrt(alpha)
+        prior = SimpleNamespace(inv_sqrt_alpha=inv_sqrt_alpha, Pt=self.P * inv_sqrt_alpha,
+                                route="sample")
+        return _assemble_posterior(prior, alpha, tau, nu_s, np.tril(L), f_shift, f_var, b)
 
 
 def _gene_cavities(mean, var, lam, eta):
@@ -343,8 +378,11 @@ class _Anderson:
     versa. The least-squares coefficients come from the ``(k, k)`` Gram matrix of the residual
     differences, kept up to date as columns come and go (ridge ``1e-12`` times its trace against
     collinear columns). Two safeguards: when a step more than doubles the residual norm, the
-    history is dropped; when ``mem`` steps in a row have not lowered the smallest residual norm
-    seen, the history is dropped and the next ``mem`` steps are plain damped ones,
+    history is dropped and that step's difference is not remembered either (so the history never
+    starts with a jump: from a cold start, the first sweep moves only the likelihood sites and the
+    second then proposes to move the gene sites far, a pair of differences that would stall the
+    extrapolation for ``mem`` sweeps); when ``mem`` steps in a row have not lowered the smallest
+    residual norm seen, the history is dropped and the next ``mem`` steps are plain damped ones,
     ``x + beta g`` (extrapolation can stall where damped iteration converges). Iterates stay
     inside the sites' bounds ``[lower, upper]``.
     """
@@ -352,30 +390,27 @@ class _Anderson:
     def __init__(self, mem, beta, lower, upper):
         self.mem, self.beta = mem, beta
         self.lower, self.upper = lower, upper
-        # Differences of successive iterates and residuals, one row each, oldest first (the
-        # first k rows are in use), and their residuals' Gram matrix.
+        # Differences of successive iterates and residuals, one row each, and their residuals'
+        # Gram matrix. A ring: the first k rows are in use, the next difference goes to row pos
+        # (the oldest once all mem rows are); the least squares do not depend on the rows' order.
         self.dX = np.empty((mem, lower.size))
         self.dG = np.empty((mem, lower.size))
         self.gram = np.empty((mem, mem))
-        self.k = 0
+        self.k = self.pos = 0
         self.prev = None  # (x, g) of the previous step
         self.best, self.stalled, self.plain = np.inf, 0, 0
         self.n_restarts = 0
 
     def _push(self, dx, dg):
-        k = self.k
-        if k == self.mem:
-            self.dX[:-1], self.dG[:-1] = self.dX[1:].copy(), self.dG[1:].copy()
-            self.gram[:-1, :-1] = self.gram[1:, 1:].copy()
-            k -= 1
+        i = self.pos
+        self.dX[i], self.dG[i] = dx, dg
+        k = min(self.k + 1, self.mem)
         col = self.dG[:k] @ dg
-        self.gram[k, :k] = self.gram[:k, k] = col
-        self.gram[k, k] = dg @ dg
-        self.dX[k], self.dG[k] = dx, dg
-        self.k = k + 1
+        self.gram[i, :k] = self.gram[:k, i] = col
+        self.k, self.pos = k, (i + 1) % self.mem
 
     def _reset(self):
-        self.k = 0
+        self.k = self.pos = 0
         self.n_restarts += 1
 
     def step(self, x, g):
@@ -386,8 +421,9 @@ class _Anderson:
             self.stalled += 1
         if self.prev is not None:
             x0, g0 = self.prev
-            if self.k and r2 > 4.0 * float(g0 @ g0):
-                self._reset()
+            if r2 > 4.0 * float(g0 @ g0):
+                if self.k:
+                    self._reset()
             else:
                 self._push(x - x0, g - g0)
         if self.stalled >= self.mem and self.plain == 0:
@@ -465,15 +501,18 @@ def run_spikeslab_ep(P, *, prior_inclusion, slab_variance, intercept=None, inter
     n_sweeps = 0
     while n_sweeps < max_iter:
         n_sweeps += 1
-        fx, _, (lam, lam_new), n_clipped = _sweep(sweeper, x, n, p, p0, v_s)
+        fx, state, (lam, lam_new), n_clipped = _sweep(sweeper, x, n, p, p0, v_s)
         if _relative_change(x, fx, n, p, lam, lam_new) < tol:
             converged = True
             break
         g = fx - x
         x = acc.step(x, g) if memory > 0 else np.clip(x + damping * g, lower, upper)
-    # The posterior reported is that of the sites x (the last sweep's input).
+    # The posterior reported is that of the sites x (the last sweep's input when converged).
     tau, nu, lam, eta = _unpack(x, n, p)
-    post, mu0, f_mean, f_var, mean, var = sweeper.posterior(tau, nu, lam, eta)
+    if not converged:
+        state = sweeper.marginals(tau, nu, lam, eta)
+    post = sweeper.posterior(state)
+    _, mu0, f_mean, f_var, mean, var = state
     r_c, h_c = _gene_cavities(mean[:p], var[:p], lam, eta)
     log_odds, log_bf, _, _, slab_mean, slab_var = prior_site_moments(r_c, h_c, p0, v_s)
     pip = np.ones(p) if p0 >= 1.0 else expit(log_odds)
