@@ -8,14 +8,13 @@ from sklearn.exceptions import DataConversionWarning
 
 from ardselect import (
     ARDClassifier,
-    DataError,
-    LabelError,
     RVMClassifier,
     RVMRegressor,
     VariationalRVMClassifier,
     VariationalRVMRegressor,
 )
 from ardselect.engine._validation import check_binary_labels, check_regression_target
+from ardselect.exceptions import DataError, LabelError
 
 REGRESSORS = [RVMRegressor, VariationalRVMRegressor]
 CLASSIFIERS = [ARDClassifier, RVMClassifier, VariationalRVMClassifier]

@@ -129,10 +129,15 @@ def sketch(X, y, max_samples, *aligned):
     n = X.shape[0] if isinstance(X, _DaskRows) else n_rows(X)
     if max_samples is None or (not isinstance(max_samples, str) and n <= max_samples):
         return X, y, None, *aligned
+    if isinstance(max_samples, str) and n <= AUTO_SKETCH:
+        return X, y, None, *aligned
     y_arr = np.asarray(y)
-    if y_arr.shape[0] != n:
+    if y_arr.ndim != 1 or y_arr.shape[0] != n:
         return X, y, None, *aligned  # validation reports the mismatch
-    _, codes = np.unique(y_arr, return_inverse=True)
+    try:
+        _, codes = np.unique(y_arr, return_inverse=True)
+    except TypeError:  # labels of mixed types: validation reports them
+        return X, y, None, *aligned
     size, floor = sketch_size(codes, max_samples)
     if n <= size:
         return X, y, None, *aligned

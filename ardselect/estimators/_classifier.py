@@ -84,8 +84,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     fit_intercept : bool, default=True
         Add a constant basis function (the intercept).
     intercept_alpha : float > 0 or "ard", default=0.01
-        Prior precision of the intercept, held in every model (0.01: prior sd 10, nearly flat).
-        ``"ard"`` gives it its own ARD precision, prunable like a feature, as in the paper.
+        Prior precision of the intercept, held in every model (sd 10); ``"ard"``: prunable.
     init : {"auto", "relevant", "single"} or int, default="auto"
         Starting model: every feature relevant on its own (``"relevant"``, at most ``max_init``),
         the single best basis function (``"single"``) or the k best (an int). ``"auto"``:
@@ -97,8 +96,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     tol : float >= 0, default=0.01
         The path stops when no action gains more than ``tol`` nats of marginal likelihood.
     alpha_min : float >= 0, default=10.0
-        Floor of the ARD precisions on unit-RMS features (prior sd at most ``alpha_min**-0.5``):
-        it ends the drift of separable data toward huge weights. The paper used 0.01.
+        Floor of the ARD precisions on unit-RMS features (the paper used 0.01).
     patience : int >= 0, default=20
         The path also stops when the EP evidence has not risen by ``tol`` for this many steps.
     inclusion_penalty : float >= 0 or "bic", default=0.0
@@ -115,12 +113,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     max_genes : int >= 1 or None, default=None
         Gene budget: the best model with at most this many genes per binary problem.
     panel : int >= 1 or None, default=None
-        Panel budget: at most this many distinct genes over all classes (the union of the
-        classes' genes), the best models of the frontier within it. One-vs-rest: each class's
-        size is chosen on its frontier, at most the size it would choose alone, by a greedy
-        search for the least summed held-out log-loss whose genes fit the budget
-        (:func:`ardselect.estimators._cv.choose_panel`); ``"shared"``: the best shared size of
-        at most ``panel`` genes. Only with ``criterion="cv"``; with ``max_genes`` both hold.
+        At most this many distinct genes over all classes: the frontier's models of least summed
+        held-out log-loss within it (guide: "A panel of N genes"). ``criterion="cv"`` only.
     multiclass : {"ovr", "shared"}, default="ovr"
         More than two classes: one path and size per class, or one path for all (each gene's
         precision shared by every class, so all classes use the same genes).
@@ -140,12 +134,10 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     constant_features : {"warn", "ignore", "raise"}, default="warn"
         Constant features are kept out with a warning, silently, or refused (DataError).
     max_samples : int >= 2, "auto" or None, default="auto"
-        Fit a deterministic stratified sketch of at most this many samples (``sketch_``);
-        ``"auto"``: above 2,000 samples a sketch of 2,000 with at least 50 of every class (all of
-        a smaller class), announced by a warning; None: every sample.
+        Fit a stratified sketch of at most this many samples (``sketch_``); ``"auto"``: 2,000
+        above 2,000, at least 50 of each class, with a warning; None: every sample.
     n_jobs : int or None, default=-1
-        Problems and folds in parallel (-1: every core; None or 1: one): worker processes for
-        large fits, threads for small ones; the same results for any value.
+        Problems and folds in parallel (-1: every core; None or 1: one); same results.
     certainty : bool, default=True
         ``pip_`` and ``credible_sets_`` by spike-and-slab EP on the selection's neighbourhood
         (guide: "How sure is each gene"; feature basis without covariates).
@@ -178,9 +170,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     chosen_step_ : ndarray of int of shape (n_problems,) (the step chosen for each problem)
     support_ : ndarray of bool of shape (n_features_in_,) (in the chosen model of any class)
     pip_ : ndarray of shape (n_problems, n_basis) (inclusion probabilities, NaN if not examined)
-    credible_sets_ : pandas.DataFrame
-        Per gene of a set: ``class``, ``set``, ``feature``, ``pip``, ``set_probability``,
-        ``size``, ``purity``.
+    credible_sets_ : pandas.DataFrame (per gene of a set: class, set, feature, pip, ...)
     posteriors_ : list of Posterior (of each problem's selected weights, ardselect.model)
     relevance_vectors_ : ndarray of int (kernel basis: the training points in the model)
     n_iter_ : int (the largest number of path steps of a binary problem)
