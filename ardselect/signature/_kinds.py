@@ -16,8 +16,8 @@ from ..choices import groups_need_cv
 
 __all__ = ["KINDS", "MODELS", "Kind", "kind_of", "stored_kind"]
 
-#: The ranked table of the default (ARD) signature.
-_RANKED_COLUMNS = (
+#: The leading columns of every ranked table.
+_LEADING_COLUMNS = (
     "class",
     "rank",
     "gene",
@@ -25,6 +25,10 @@ _RANKED_COLUMNS = (
     "selected",
     "pip",
     "credible_set",
+)
+#: The ranked table of the default (ARD) signature.
+_RANKED_COLUMNS = (
+    *_LEADING_COLUMNS,
     "set_probability",
     "alternatives",
     "contribution",
@@ -45,13 +49,7 @@ _RANKED_COLUMNS = (
 )
 #: The ranked table of :class:`~ardselect.SpikeSlabClassifier`.
 _SPIKESLAB_COLUMNS = (
-    "class",
-    "rank",
-    "gene",
-    "description",
-    "selected",
-    "pip",
-    "credible_set",
+    *_LEADING_COLUMNS,
     "set_pip",
     "log_bf",
     "weight",
