@@ -10,17 +10,16 @@ from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedKFold
 from sklearn.utils import check_random_state
 
 from ardselect import ARDClassifier
-from ardselect.estimators._cv import (
+from ardselect.estimators._calibration import (
     OFFSET_MAX,
     S_MIN,
     T_MIN,
-    choose_size,
     fit_calibration,
     fit_combine_temperature,
     fit_platt,
     fit_temperature,
-    make_folds,
 )
+from ardselect.estimators._cv import choose_size, make_folds
 from ardselect.numerics._probit import moderated_latent, ovr_log_proba
 
 

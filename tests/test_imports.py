@@ -217,3 +217,13 @@ def test_function_length_check_counts_code_not_docstrings(tmp_path):
     doc = '    """' + "\n".join(["doc"] * 50) + '"""\n'
     probe.write_text(f"def short():\n{doc}    # a comment\n\n    return 1\n\n\ndef long():\n{long}\n")
     assert _long_functions([probe]) == [f"probe.py:long ({MAX_FUNCTION_LINES + 1} lines)"]
+
+
+#: The style guide's limit on a module's lines (split a longer module by what its parts do).
+MAX_MODULE_LINES = 800
+
+
+def test_no_module_over_eight_hundred_lines():
+    long = {name: n for name, path in _modules().items()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}

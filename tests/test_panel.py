@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from ardselect import ARDClassifier
-from ardselect.estimators._cv import choose_panel
+from ardselect.estimators._panel import choose_panel
 from ardselect.exceptions import ParameterError
 from conftest import one_error, run_cli
 

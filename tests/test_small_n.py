@@ -7,8 +7,9 @@ import pytest
 from scipy.special import log_ndtr
 
 from ardselect import ARDClassifier
+from ardselect.estimators._calibration import fit_calibration
 from ardselect.estimators._classifier import PAPER_SETTINGS
-from ardselect.estimators._cv import PAPER_SE, SMALL_N, fit_calibration, make_folds
+from ardselect.estimators._cv import PAPER_SE, SMALL_N, make_folds
 from ardselect.numerics._probit import moderated_latent
 
 

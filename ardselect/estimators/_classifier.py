@@ -28,10 +28,12 @@ from ..numerics._criteria import check_criterion, group_cavities
 from ..numerics._probit import moderated_latent, probit_log_proba
 from ._base import ConstantFeatureWarning, _ARDPathEstimator, _Chosen
 from ._binary_fit import check_steps, fit_problems
+from ._calibration import Calibration
 from ._certainty import certainty_table
 from ._constraints import Interval, Options, check_params
-from ._cv import SMALL_N, Calibration, check_groups, check_panel, choose_by_cv, choose_panel
+from ._cv import SMALL_N, check_groups, choose_by_cv
 from ._neighbourhood import add_certainty_columns, certainty_frames, fit_certainty
+from ._panel import check_panel, choose_panel
 from ._posterior import Posterior
 
 __all__ = ["INTERCEPT_ALPHA", "ARDClassifier", "ConstantFeatureWarning"]
@@ -553,7 +555,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         holds the default grid of sizes (a fit with ``panel`` adds the budget itself), and the
         copy keeps the calibration the inner cross-validation fitted at each size without its
         variance scale (fitted for the chosen sizes only) and with a combination temperature of
-        1. One-vs-rest: :func:`~ardselect.estimators._cv.choose_panel`, each class at most the
+        1. One-vs-rest: :func:`~ardselect.estimators._panel.choose_panel`, each class at most the
         size it chose; shared: the size of least pooled multi-class log-loss within the budget.
         """
         check_is_fitted(self)

@@ -43,47 +43,36 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import minimize_scalar
 from scipy.special import log_ndtr
 
 from ..choices import groups_need_cv
 from ..engine._design import as_design, dense
 from ..engine._problem import run_binary, run_joint, sign_in_place, size_steps
-from ..exceptions import ParameterError
 from ..numerics._ep import LatentPosterior
-from ..numerics._probit import inv_mills, moderated_latent, ovr_log_proba
+from ..numerics._probit import moderated_latent, ovr_log_proba
 from ._binary_fit import as_runs
+from ._calibration import (
+    S_MIN,
+    Calibration,
+    calibrated_latent,
+    fit_calibration,
+    fit_combine_temperature,
+    fit_platt,
+)
+from ._panel import choose_panel
 
 __all__ = [
     "NULL_SE",
     "PAPER_SE",
     "SMALL_N",
-    "S_MIN",
-    "T_MIN",
-    "Calibration",
     "Frontier",
     "calibrate",
-    "calibrated_latent",
     "choose_by_cv",
-    "choose_panel",
     "choose_size",
     "cross_validate",
-    "fit_calibration",
-    "fit_combine_temperature",
-    "fit_platt",
-    "fit_temperature",
     "frontier",
     "step_latent",
 ]
-
-#: Smallest temperature: a model whose held-out answers carry no information is shrunk this far.
-T_MIN = 1e-2
-
-#: Smallest variance scale: the predictive counts at least half the latent's posterior variance.
-S_MIN = 0.5
-
-#: Bound on the calibration offset, in latent units (a class frequency of 1e-23 or its complement).
-OFFSET_MAX = 10.0
 
 #: Paired standard errors by which a model with genes must beat the intercept-only model.
 NULL_SE = 1.0
@@ -100,206 +89,6 @@ PAPER_SE = 1.0
 #: ``cv="holdout"``: one validation split holding out ``1 / HOLDOUT_FOLDS`` of the samples (the
 #: first fold of the stratified ``HOLDOUT_FOLDS``-fold split).
 HOLDOUT_FOLDS = 5
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """How a model's latent becomes a probability: ``Phi(offset + temperature * m / sqrt(1 + s v))``."""
-
-    temperature: float = 1.0
-    variance_scale: float = 1.0
-    offset: float = 0.0
-
-
-def _bounded_min(loss):
-    """Minimiser of a scalar ``loss`` on ``[T_MIN, 1]``, the bounds themselves included."""
-    res = minimize_scalar(loss, bounds=(T_MIN, 1.0), method="bounded", options={"xatol": 1e-6})
-    cands = ((float(res.x), float(res.fun)), (1.0, loss(1.0)), (T_MIN, loss(T_MIN)))
-    return min(cands, key=lambda p: p[1])
-
-
-def _temperature(a):
-    """The ``T`` in ``[T_MIN, 1]`` maximising ``f(T) = mean log Phi(T a)``, and ``-f`` there.
-
-    ``f`` is concave (``log Phi`` is), with ``f'(T) = mean(a r(T a))`` and
-    ``f''(T) = -mean(a^2 r (T a + r))``, ``r = phi / Phi`` the inverse Mills ratio. A bound is the
-    answer when ``f'`` does not change sign inside; otherwise Newton's method, kept inside a
-    shrinking bracket of the root of ``f'`` (bisection where a step would leave it), finds it.
-    """
-
-    def slope(temp):
-        x = temp * a
-        r = inv_mills(x)
-        return float(np.mean(a * r)), -float(np.mean(a * a * r * (x + r)))
-
-    def loss(temp):
-        return -float(np.mean(log_ndtr(temp * a)))
-
-    if slope(1.0)[0] >= 0.0:
-        return 1.0, loss(1.0)
-    if slope(T_MIN)[0] <= 0.0:
-        return T_MIN, loss(T_MIN)
-    lo, hi, temp = T_MIN, 1.0, 1.0
-    for _ in range(100):
-        g, h = slope(temp)
-        if g > 0.0:
-            lo = temp
-        else:
-            hi = temp
-        step = temp - g / h if h < 0.0 else np.nan
-        new = step if lo < step < hi else 0.5 * (lo + hi)
-        if abs(new - temp) <= 1e-10 or hi - lo <= 1e-10:
-            temp = new
-            break
-        temp = new
-    return temp, loss(temp)
-
-
-def fit_temperature(z, t):
-    """The ``T`` in ``[T_MIN, 1]`` maximising ``mean log Phi(T t z)``, and the mean log-loss there.
-
-    Parameters
-    ----------
-    z : ndarray of shape (n,)
-        Held-out standardised latents of the positive class.
-    t : ndarray of shape (n,)
-        Signed labels, +1 for the positive class and -1 otherwise.
-
-    Returns
-    -------
-    temperature, log_loss : float
-
-    The objective is convex in ``T`` (``log Phi`` is concave and ``T t z`` is linear in ``T``), so
-    a safeguarded Newton search on its derivative finds the optimum.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> t = np.array([1.0, 1.0, -1.0, -1.0])
-    >>> fit_temperature(np.array([3.0, 2.0, -3.0, -2.0]), t)[0]  # separable: never sharpened
-    1.0
-    >>> fit_temperature(np.array([2.0, -2.0, -2.0, 2.0]), t)[0]  # right half the time: flat
-    0.01
-    """
-    return _temperature(np.asarray(t, dtype=np.float64) * np.asarray(z, dtype=np.float64))
-
-
-def fit_platt(z, t):
-    """The offset ``a`` and temperature ``T`` of least held-out log-loss, and that log-loss.
-
-    Minimises ``f(a, T) = -mean log Phi(t (a + T z))`` over ``a`` in ``[-OFFSET_MAX, OFFSET_MAX]``
-    and ``T`` in ``[T_MIN, 1]``. ``f`` is convex (``log Phi`` is concave and its argument linear in
-    ``(a, T)``), with gradient ``-mean(t r [1, z])`` and Hessian ``mean(w [1, z]' [1, z])``,
-    ``r = phi / Phi`` at ``x = t (a + T z)`` and ``w = r (x + r) >= 0``; a projected Newton
-    method with a backtracking line search finds its minimum in a few steps. Returns
-    ``(a, T, log_loss)``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> t = np.array([1.0, -1.0, -1.0, -1.0, 1.0, -1.0])
-    >>> a, T, _ = fit_platt(np.array([0.5, -0.5, 0.5, -0.5, -0.5, 0.5]), t)  # uninformative
-    >>> float(np.round(T, 2)), bool(a < 0)  # the model is flattened onto the class frequency
-    (0.01, True)
-    """
-    z = np.asarray(z, dtype=np.float64)
-    t = np.asarray(t, dtype=np.float64)
-    lo = np.array([-OFFSET_MAX, T_MIN])
-    hi = np.array([OFFSET_MAX, 1.0])
-
-    def loss(p):
-        return -float(np.mean(log_ndtr(t * (p[0] + p[1] * z))))
-
-    p = np.array([0.0, 1.0])
-    f = loss(p)
-    for _ in range(100):
-        x = t * (p[0] + p[1] * z)
-        r = inv_mills(x)
-        w = r * (x + r)
-        g = -np.array([np.mean(t * r), np.mean(t * r * z)])
-        H = np.array([[np.mean(w), np.mean(w * z)], [np.mean(w * z), np.mean(w * z * z)]])
-        # A coordinate at a bound whose gradient points outwards stays there (projected Newton).
-        free = ~(((p <= lo) & (g > 0)) | ((p >= hi) & (g < 0)))
-        if not free.any():
-            break
-        step = np.zeros(2)
-        Hf = H[np.ix_(free, free)]
-        # Levenberg term: a constant z (the intercept-only model) makes H singular.
-        Hf = Hf + (1e-12 + 1e-9 * np.trace(Hf)) * np.eye(int(free.sum()))
-        step[free] = -np.linalg.solve(Hf, g[free])
-        k = 1.0
-        while True:
-            q = np.clip(p + k * step, lo, hi)
-            fq = loss(q)
-            if fq <= f + 1e-4 * float(g @ (q - p)) or k < 1e-10:
-                break
-            k *= 0.5
-        done = abs(f - fq) <= 1e-12 * (1.0 + abs(f)) and np.max(np.abs(q - p)) <= 1e-9
-        if fq <= f:
-            p, f = q, fq
-        if done or k < 1e-10:
-            break
-    return float(p[0]), float(p[1]), f
-
-
-def fit_calibration(mean, var, t, s_min=S_MIN):
-    """The :class:`Calibration` of best held-out likelihood, and the log-loss there.
-
-    Maximises ``mean log Phi(t (a + T m / sqrt(1 + s v)))`` over the offset ``a``, the
-    temperature ``T`` in ``[T_MIN, 1]`` and the variance scale ``s`` in ``[s_min, 1]``
-    (``s_min = 1``: ``a`` and ``T`` alone). For each ``s`` the objective is convex in ``(a, T)``
-    (:func:`fit_platt`); ``s`` is found by a bounded scalar search on that profile, the bounds
-    themselves included. Ties go to ``s = 1`` (with ``v = 0`` everywhere ``s`` changes nothing).
-
-    Parameters
-    ----------
-    mean, var : ndarray of shape (n,)
-        Held-out posterior mean and variance of the positive class's latent.
-    t : ndarray of shape (n,)
-        Signed labels, +1 for the positive class and -1 otherwise.
-    s_min : float in [0, 1], default=S_MIN
-
-    Returns
-    -------
-    calibration : Calibration
-    log_loss : float
-    """
-    mean = np.asarray(mean, dtype=np.float64)
-    var = np.maximum(np.asarray(var, dtype=np.float64), 0.0)
-
-    def profile(s):
-        return fit_platt(moderated_latent(mean, var, variance_scale=s), t)
-
-    s_min = float(s_min)
-    scales = [1.0]
-    if s_min < 1.0 and np.any(var > 0):
-        res = minimize_scalar(lambda s: profile(s)[2], bounds=(s_min, 1.0), method="bounded",
-                              options={"xatol": 1e-2})
-        scales += [float(res.x), s_min]
-    best = None
-    for s in scales:  # the first of equal losses wins
-        a, temp, ll = profile(s)
-        if best is None or ll < best[1] - 1e-12:
-            best = (Calibration(temp, s, a), ll)
-    return best
-
-
-def calibrated_latent(mean, var, calibration):
-    """``a + T m / sqrt(1 + s v)`` for one problem's :class:`Calibration` (arrays of shape (n,))."""
-    c = calibration
-    return c.offset + moderated_latent(mean, var, c.temperature, c.variance_scale)
-
-
-def fit_combine_temperature(z, y_idx):
-    """Temperature of the multi-class combination in ``[T_MIN, 1]``, and the mean log-loss there.
-
-    ``z`` is ``(n, k)``: each problem's calibrated held-out latents (:func:`calibrated_latent`),
-    ``y_idx`` the ``(n,)`` true class indices. The class probabilities are those of
-    :func:`ardselect.numerics._probit.ovr_log_proba` (the odds rule at 1).
-    """
-    z = np.asarray(z, dtype=np.float64)
-    rows = np.arange(len(y_idx))
-    return _bounded_min(lambda temp: -float(np.mean(ovr_log_proba(z, temp)[rows, y_idx])))
 
 
 def step_latent(problem, step, rows):
@@ -394,147 +183,6 @@ def choose_size(records, losses, rule="min", null_se=NULL_SE):
         if d.size < 2 or np.mean(d) > -null_se * np.std(d, ddof=1) / np.sqrt(d.size):
             pick = 0
     return pick
-
-
-def choose_panel(losses, genes, panel, upto=None):
-    """One size per problem whose genes together number at most ``panel``: the panel choice.
-
-    ``losses[i][j]`` is problem ``i``'s held-out log-loss at its ``j``-th size (smallest size
-    first) and ``genes[i][j]`` the set of genes of that size's model on the full path; ``upto[i]``
-    (default: the last) is the largest index problem ``i`` may take, the size it would choose
-    without the panel. The choice minimises the summed log-loss of the problems subject to the
-    union of their genes holding at most ``panel`` genes:
-
-    * if the unconstrained choices (``upto``) fit, they are the answer;
-    * otherwise two greedy searches run. *Growing*: every problem starts at its smallest size,
-      and one problem at a time moves to another of its sizes (up to ``upto``) that lowers its
-      log-loss and keeps the union within the budget, always the move of the largest drop of
-      log-loss per gene it adds to the union (moves that add none first), until none is left.
-      *Shrinking*: from the unconstrained choices, one problem at a time moves to a smaller
-      size, always the move of the smallest rise of log-loss per gene it frees, until the union
-      fits. Each result is then improved by moving two problems at once (one may shrink to free
-      genes for the other) while that lowers the sum, and the better of the two is kept.
-
-    This is a heuristic, not an exhaustive search: on random small frontiers
-    (``tests/test_panel.py``) it finds the exhaustive optimum in most cases and comes close in
-    the others. Returns the list of chosen indices; raises ValueError when the smallest sizes
-    already need more than ``panel`` genes.
-
-    Examples
-    --------
-    >>> losses = [[0.5, 0.2, 0.1], [0.6, 0.3, 0.25]]
-    >>> genes = [[set(), {"a"}, {"a", "b"}], [set(), {"c"}, {"c", "d"}]]
-    >>> choose_panel(losses, genes, 2)
-    [1, 1]
-    >>> choose_panel(losses, genes, 3)
-    [2, 1]
-    """
-    n = len(losses)
-    upto = [len(g) - 1 for g in genes] if upto is None else [int(u) for u in upto]
-    gene_sets = [[frozenset(s) for s in g] for g in genes]
-
-    def union(pick):
-        return frozenset().union(*(gene_sets[i][j] for i, j in enumerate(pick)))
-
-    if len(union(upto)) <= panel:
-        return list(upto)
-    pick = [0] * n
-    if len(union(pick)) > panel:
-        msg = (f"panel={panel} is smaller than the smallest models of the frontier, which need "
-               f"{len(union(pick))} distinct genes together; give a larger panel")
-        raise ValueError(msg)
-    grown = _exchange(losses, gene_sets, panel, upto, _grow(losses, gene_sets, panel, upto, pick))
-    shrunk = _exchange(losses, gene_sets, panel, upto, _shrink(losses, gene_sets, panel, upto))
-    return min((grown, shrunk), key=lambda p: sum(losses[i][j] for i, j in enumerate(p)))
-
-
-def _shrink(losses, gene_sets, panel, upto):
-    """From the unconstrained choices, shrink one problem at a time until the union fits.
-
-    Always the move of the smallest rise of log-loss per gene it frees from the union.
-    """
-    n = len(losses)
-    pick = list(upto)
-
-    def union(p):
-        return frozenset().union(*(gene_sets[i][j] for i, j in enumerate(p)))
-
-    while len(union(pick)) > panel:
-        current = len(union(pick))
-        best = None  # (key, i, j)
-        for i in range(n):
-            for j in range(pick[i]):
-                trial = pick[:i] + [j] + pick[i + 1:]
-                freed = current - len(union(trial))
-                rise = losses[i][j] - losses[i][pick[i]]
-                # A gene another problem also holds is freed only when both shrink: such moves
-                # (by the rise per gene the problem drops) come after those that free genes.
-                own = len(gene_sets[i][pick[i]]) - len(gene_sets[i][j])
-                key = (0, rise / freed) if freed > 0 else (1, rise / max(own, 1))
-                if best is None or key < best[0]:
-                    best = (key, i, j)
-        pick[best[1]] = best[2]  # every move lowers a size, and the smallest sizes fit
-    return pick
-
-
-def _grow(losses, gene_sets, panel, upto, pick):
-    """From ``pick``, grow one problem at a time (the best log-loss drop per added gene)."""
-    n = len(losses)
-    pick = list(pick)
-
-    def union(p):
-        return frozenset().union(*(gene_sets[i][j] for i, j in enumerate(p)))
-
-    while True:
-        current = union(pick)
-        best = None  # (key, i, j)
-        for i in range(n):
-            others = frozenset().union(*(gene_sets[o][pick[o]] for o in range(n) if o != i))
-            for j in range(upto[i] + 1):
-                drop = losses[i][pick[i]] - losses[i][j]
-                if j == pick[i] or not drop > 1e-12:
-                    continue
-                size = len(others | gene_sets[i][j])
-                if size > panel:
-                    continue
-                added = size - len(current)
-                key = (1, drop) if added <= 0 else (0, drop / added)
-                if best is None or key > best[0]:
-                    best = (key, i, j)
-        if best is None:
-            return pick
-        pick[best[1]] = best[2]
-
-
-def _exchange(losses, gene_sets, panel, upto, pick):
-    """Improve a panel choice by moving two problems at once (one may shrink to free genes).
-
-    Each round takes the pair of moves that lowers the summed log-loss most while keeping the
-    union within ``panel``, until none does.
-    """
-    n = len(losses)
-    pick = list(pick)
-    while True:
-        total = sum(losses[i][j] for i, j in enumerate(pick))
-        best = None  # (gain, i, a, k, b)
-        for i in range(n):
-            for k in range(i + 1, n):
-                rest = frozenset().union(*(gene_sets[o][pick[o]] for o in range(n)
-                                           if o not in (i, k)))
-                for a in range(upto[i] + 1):
-                    with_a = rest | gene_sets[i][a]
-                    if len(with_a) > panel:
-                        continue
-                    for b in range(upto[k] + 1):
-                        gain = (losses[i][pick[i]] + losses[k][pick[k]]
-                                - losses[i][a] - losses[k][b])
-                        if gain > 1e-12 * (1.0 + total) and (best is None or gain > best[0]) \
-                                and len(with_a | gene_sets[k][b]) <= panel:
-                            best = (gain, i, a, k, b)
-        if best is None:
-            return pick
-        _, i, a, k, b = best
-        pick[i], pick[k] = a, b
 
 
 # ---------------------------------------------------------------------------- the folds
@@ -745,15 +393,6 @@ def _choose_joint(tables, y_pooled, rule, null_se):
             best = 0
     means = {s: float(np.mean(v)) for s, v in per.items()}
     return next(j for j, r in enumerate(tables[0][0]) if r["n_genes"] == best), means
-
-
-def check_panel(panel, criterion):
-    """Refuse a panel budget with the paper's criteria (its choice trades held-out log-loss)."""
-    if panel is not None and criterion != "cv":
-        msg = (f"panel is chosen on the inner cross-validation's frontier (criterion='cv'); got "
-               f"criterion={criterion!r}. The paper's criteria take a budget per class: "
-               "max_genes")
-        raise ParameterError(msg)
 
 
 def fold_paper(spec, k, y_idx, Phi_s, allowed, train, test):
