@@ -190,7 +190,8 @@ class _CostSplit:
 
         self.nb = nb
         self.seconds = {"certainty": 0.0, "nodes": 0.0, "ep": 0.0}
-        self.saved = (nb.fit_certainty, nb._fit_nodes, nb.run_spikeslab_ep)
+        self.saved = (nb.certainty_problem, nb.solve_certainty, nb._fit_nodes,
+                      nb.run_spikeslab_ep)
 
     def _timed(self, key, fn):
         def run(*args, **kwargs):
@@ -204,16 +205,17 @@ class _CostSplit:
     def __enter__(self):
         import ardselect.estimators._classifier as cl
 
-        fit_certainty, fit_nodes, run_ep = self.saved
+        problem, solve, fit_nodes, run_ep = self.saved
         self.cl = cl
-        cl.fit_certainty = self._timed("certainty", fit_certainty)
+        cl.certainty_problem = self._timed("certainty", problem)
+        cl.solve_certainty = self._timed("certainty", solve)
         self.nb._fit_nodes = self._timed("nodes", fit_nodes)
         self.nb.run_spikeslab_ep = self._timed("ep", run_ep)
         return self
 
     def __exit__(self, *exc):
-        self.cl.fit_certainty, self.nb._fit_nodes, self.nb.run_spikeslab_ep = (
-            self.saved[0], self.saved[1], self.saved[2])
+        (self.cl.certainty_problem, self.cl.solve_certainty, self.nb._fit_nodes,
+         self.nb.run_spikeslab_ep) = self.saved
 
 
 def partition_timing(n_partitions, *, repeats=1, n_train=36, seed=0):

@@ -109,7 +109,7 @@ def test_processes_give_the_same_fit_and_progress_as_one_thread(monkeypatch):
         log.addHandler(keep)
         log.setLevel(logging.DEBUG)
         try:
-            return ARDClassifier(n_jobs=n_jobs, certainty=False).fit(X, y), labels
+            return ARDClassifier(n_jobs=n_jobs).fit(X, y), labels
         finally:
             log.removeHandler(keep)
             log.setLevel(old)
@@ -121,6 +121,10 @@ def test_processes_give_the_same_fit_and_progress_as_one_thread(monkeypatch):
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
     assert a.path_.equals(b.path_)
     assert a.cv_results_.equals(b.cv_results_)
+    # The certainty's problems run as tasks too.
+    np.testing.assert_array_equal(a.pip_, b.pip_)
+    assert a.credible_sets_.equals(b.credible_sets_)
+    assert np.isfinite(a.pip_).any()
     # One path per class and per (fold, class): 3 + 5 x 3, each reported once.
     assert len(paths_a) == len(paths_b) == 18
     assert sorted(paths_a) == sorted(paths_b)

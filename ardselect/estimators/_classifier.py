@@ -32,7 +32,12 @@ from ._calibration import Calibration
 from ._certainty import certainty_table
 from ._constraints import Interval, Options, check_params
 from ._cv import SMALL_N, check_groups, choose_by_cv
-from ._neighbourhood import add_certainty_columns, certainty_frames, fit_certainty
+from ._neighbourhood import (
+    add_certainty_columns,
+    certainty_frames,
+    certainty_problem,
+    solve_certainty,
+)
 from ._panel import check_panel, choose_panel
 from ._posterior import Posterior
 
@@ -513,8 +518,13 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         """``pip_`` and ``credible_sets_`` of the chosen models (:mod:`ardselect.estimators._neighbourhood`)."""
         on = self.certainty and self.kernel == "features" and not self._cov_cols.size
         a0 = INTERCEPT_ALPHA if self.intercept_alpha == "ard" else float(self.intercept_alpha)
-        results = [fit_certainty(f, self._n_basis, intercept_alpha=a0) if on else None
-                   for f in self._fits]
+        problems = [certainty_problem(f, self._n_basis, intercept_alpha=a0) if on else None
+                    for f in self._fits]
+        todo = [p for p in problems if p is not None]
+        # One task per problem, side by side as the paths are (the same answer for any n_jobs).
+        solved = iter(run_tasks(solve_certainty, [(p,) for p in todo], n_jobs=self.n_jobs,
+                                work=max((task_work(*p[1].shape) for p in todo), default=0)))
+        results = [None if p is None else next(solved) for p in problems]
         self.pip_, self.credible_sets_ = certainty_frames(
             results, [f.positive_class for f in self._fits], self._basis_names,
             len(self._fits), self._n_basis)

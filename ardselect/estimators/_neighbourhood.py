@@ -43,7 +43,8 @@ from ..engine._design import as_design
 from ..engine._sequential import _col_sq_norms_weighted, score_candidates
 from ._spikeslab_ep import run_spikeslab_ep
 
-__all__ = ["NeighbourhoodCertainty", "neighbourhood", "neighbourhood_certainty"]
+__all__ = ["NeighbourhoodCertainty", "certainty_problem", "fit_certainty", "neighbourhood",
+           "neighbourhood_certainty", "solve_certainty"]
 
 #: Hyperprior on the expected number of genes in the model (that of ``SpikeSlabClassifier``), for
 #: signatures of at most its largest node's size; see :func:`signature_prior`.
@@ -361,14 +362,17 @@ def neighbourhood_certainty(Z, t, seeds, *, n_genes, intercept_alpha=0.01, cover
                                   prior_inclusion=p0_mean, converged=bool(conv.all()))
 
 
-def fit_certainty(fit, n_basis, *, intercept_alpha, coverage=0.95, min_correlation=0.5,
-                  max_neighbours=10):
-    """:func:`neighbourhood_certainty` of one ARD binary problem at its chosen model.
+def certainty_problem(fit, n_basis, *, intercept_alpha, coverage=0.95, min_correlation=0.5,
+                      max_neighbours=10):
+    """The inputs of :func:`neighbourhood_certainty` for one ARD binary problem at its chosen model.
 
-    ``fit`` is a :class:`~ardselect.estimators._binary_fit.BinaryFit` (its basis, signs, usable columns and
-    chosen active set); the genes are its first ``n_basis`` columns. The hyperprior is
-    :func:`signature_prior` of the number of selected genes. Returns None when the model holds no
-    gene. ``genes`` of the answer are basis columns.
+    ``fit`` is a :class:`~ardselect.estimators._binary_fit.BinaryFit` (its basis, signs, usable
+    columns and chosen active set); the genes are its first ``n_basis`` columns. The neighbourhood,
+    its standardised columns and the single-gene Bayes factors of the genes outside it are
+    computed here (passes over the design); the EP itself is left to :func:`solve_certainty`, so
+    the problems of a fit can run side by side. The hyperprior is :func:`signature_prior` of the
+    number of selected genes. Returns ``(genes, Z, t, seeds, options)``, or None when the model
+    holds no gene; ``genes`` are basis columns.
     """
     active = fit.active[fit.active < n_basis]
     if active.size == 0:
@@ -384,14 +388,30 @@ def fit_certainty(fit, n_basis, *, intercept_alpha, coverage=0.95, min_correlati
     Z = _standardise(_dense_columns(basis, genes), center=held)
     outside = candidates.copy()
     outside[genes] = False
-    res = neighbourhood_certainty(Z, np.asarray(fit.signs, dtype=np.float64),
-                                  np.searchsorted(genes, active), n_genes=int(allowed.sum()),
-                                  intercept_alpha=intercept_alpha if held else None,
-                                  coverage=coverage, min_correlation=min_correlation,
-                                  outside_log_bf=_single_gene_log_bf(fit, outside),
-                                  prior_genes=signature_prior(active.size))
+    options = {"n_genes": int(allowed.sum()),
+               "intercept_alpha": intercept_alpha if held else None, "coverage": coverage,
+               "min_correlation": min_correlation,
+               "outside_log_bf": _single_gene_log_bf(fit, outside),
+               "prior_genes": signature_prior(active.size)}
+    return genes, Z, np.asarray(fit.signs, dtype=np.float64), np.searchsorted(genes, active), \
+        options
+
+
+def solve_certainty(problem):
+    """:func:`neighbourhood_certainty` of a :func:`certainty_problem`; ``genes`` are basis columns."""
+    genes, Z, t, seeds, options = problem
+    res = neighbourhood_certainty(Z, t, seeds, **options)
     res.genes = genes
     return res
+
+
+def fit_certainty(fit, n_basis, *, intercept_alpha, **kwargs):
+    """:func:`neighbourhood_certainty` of one ARD binary problem at its chosen model.
+
+    :func:`certainty_problem` then :func:`solve_certainty`; None when the model holds no gene.
+    """
+    problem = certainty_problem(fit, n_basis, intercept_alpha=intercept_alpha, **kwargs)
+    return None if problem is None else solve_certainty(problem)
 
 
 def _single_gene_log_bf(fit, which):
