@@ -73,14 +73,18 @@ def test_lazy_zarr_sketch_equals_in_memory(store):
     np.testing.assert_array_equal(got.sketch_, ref.sketch_)
 
 
-def test_exact_fit_of_a_lazy_zarr_store_equals_in_memory(store):
-    # Without max_samples the store is not gathered: every pass of the path (the default, with
-    # its inner cross-validation, three classes) is a reduction over the chunks.
+@pytest.mark.parametrize("params", [
+    {"criterion": "loo"},
+    pytest.param({}, marks=pytest.mark.slow),  # the default: its fold paths too (~30 s)
+])
+def test_exact_fit_of_a_lazy_zarr_store_equals_in_memory(store, params):
+    # Without max_samples the store is not gathered: every pass of the path (three classes; with
+    # the default's inner cross-validation, its fold paths too) is a reduction over the chunks.
     path, X, y = store
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ref = ARDClassifier().fit(X, y)
-        got = ARDClassifier().fit(_lazy_x(path), y)
+        ref = ARDClassifier(**params).fit(X, y)
+        got = ARDClassifier(**params).fit(_lazy_x(path), y)
     assert got.sketch_ is None
     assert got._n_passes > 0
     _assert_same_fit(got, ref, X)
@@ -93,20 +97,26 @@ def test_predicting_a_dask_array_equals_in_memory():
     from ardselect.exceptions import DataError
 
     X, y = _data()
-    for Xin in (X, X.toarray()):
+    # (the kernel basis on the sparse matrix only: its columns are dense either way)
+    cases = [(X, {"criterion": "loo"}), (X.toarray(), {"criterion": "loo"}),
+             (X, {"kernel": "rbf", "max_samples": 120})]
+    for Xin, params in cases:
         dX = da.from_array(Xin, chunks=(100, -1), asarray=False)
-        for params in ({"criterion": "loo"}, {"kernel": "rbf", "max_samples": 120}):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                m = ARDClassifier(**params).fit(Xin, y)
-            np.testing.assert_array_equal(m.predict_proba(dX), m.predict_proba(Xin))
-            np.testing.assert_array_equal(m.decision_function(dX), m.decision_function(Xin))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = ARDClassifier(**params).fit(Xin, y)
+        np.testing.assert_array_equal(m.predict_proba(dX), m.predict_proba(Xin))
+        np.testing.assert_array_equal(m.decision_function(dX), m.decision_function(Xin))
     with pytest.raises(DataError, match="X has 3 features, but ARDClassifier is expecting 80"):
         m.predict(da.from_array(np.ones((5, 3)), chunks=(2, -1)))
 
 
+@pytest.mark.parametrize("params", [
+    {"criterion": "loo"},  # the paper's criterion
+    pytest.param({}, marks=pytest.mark.slow),  # the default (~20 s)
+])
 @pytest.mark.parametrize("chunks", ["dense", "sparse"])
-def test_exact_lazy_fit_with_screening_equals_in_memory(chunks):
+def test_exact_lazy_fit_with_screening_equals_in_memory(chunks, params):
     # 400 genes: the path scores its candidates through the safe screening (_screening), whose
     # bounds need the products of two vectors with the design per step (one fused pass).
     from ardselect.engine._sequential import SCREEN_MIN_FEATURES
@@ -120,12 +130,11 @@ def test_exact_lazy_fit_with_screening_equals_in_memory(chunks):
     if chunks == "sparse":
         X = sp.csr_matrix(np.where(np.abs(X) > 0.8, X, 0.0))
     dX = da.from_array(X, chunks=(40, -1), asarray=False)
-    for params in ({"criterion": "loo"}, {}):  # the paper's criterion and the default
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ref = ARDClassifier(**params).fit(X, y)
-            got = ARDClassifier(**params).fit(dX, y)
-        _assert_same_fit(got, ref, X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = ARDClassifier(**params).fit(X, y)
+        got = ARDClassifier(**params).fit(dX, y)
+    _assert_same_fit(got, ref, X)
 
 
 def test_lazy_design_products_equal_the_matrix():

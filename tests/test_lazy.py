@@ -119,8 +119,10 @@ def stores(tmp_path_factory):
     return root, adata
 
 
-@pytest.mark.parametrize(("name", "max_samples"), [("cells.zarr", 120), ("cells.h5ad", 120),
-                                                   ("cells.zarr", None)])
+@pytest.mark.parametrize(("name", "max_samples"), [
+    ("cells.zarr", 120), ("cells.h5ad", 120),
+    pytest.param("cells.zarr", None, marks=pytest.mark.slow),  # every cell, by passes (~30 s)
+])
 def test_rank_genes_on_a_lazy_store_equals_in_memory(stores, name, max_samples):
     # With max_samples a sketch is gathered; without, every cell is fitted exactly by passes
     # over the chunks (the store is never loaded).
@@ -165,19 +167,24 @@ def test_read_lazy_layer_and_errors(stores, tmp_path):
         ardselect.io.read_data(tmp_path / "flat.zarr")
 
 
-@pytest.mark.parametrize("sketch", [["--max-samples", "120"], []])
-def test_cli_fit_lazy_store_equals_in_memory_file(stores, tmp_path, sketch):
+@pytest.mark.parametrize(("sketch", "criterion"), [
+    ([], ["--criterion", "evidence", "--max-steps", "20", "--no-certainty"]),
+    # (the default, on a sketch and by passes over every cell: 20 to 40 s each)
+    pytest.param(["--max-samples", "120"], [], marks=pytest.mark.slow),
+    pytest.param([], [], marks=pytest.mark.slow),
+])
+def test_cli_fit_lazy_store_equals_in_memory_file(stores, tmp_path, sketch, criterion):
     # Without --max-samples the store is fitted exactly by passes over its chunks.
     from ardselect_cli.main import app
     from typer.testing import CliRunner
 
     root, _ = stores
     runner = CliRunner()
-    common = ["--label-key", "cell_type", *sketch, "--quiet"]
+    common = ["--label-key", "cell_type", *sketch, *criterion, "--show", "0"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ref = runner.invoke(app, ["fit", str(root / "cells.h5ad"), "-o", str(tmp_path / "a"),
-                                  *common])
+                                  *common, "--quiet"])
         got = runner.invoke(app, ["fit", str(root / "cells.zarr"), "--lazy", "-o",
                                   str(tmp_path / "b"), *common])
     assert ref.exit_code == 0, ref.output
@@ -186,15 +193,9 @@ def test_cli_fit_lazy_store_equals_in_memory_file(stores, tmp_path, sketch):
     b = pd.read_csv(tmp_path / "b" / "genes.tsv", sep="\t")
     pd.testing.assert_frame_equal(a[["class", "rank", "gene", "selected"]],
                                   b[["class", "rank", "gene", "selected"]])
-    shown = runner.invoke(app, ["fit", str(root / "cells.zarr"), "--lazy", "-o",
-                                str(tmp_path / "c"), "--label-key", "cell_type",
-                                "--max-samples", "120", "--show", "0"])
-    assert "fitted on a stratified sketch of 120 of 240 samples" in shown.output
-    if not sketch:
-        shown = runner.invoke(app, ["fit", str(root / "cells.zarr"), "--lazy", "-o",
-                                    str(tmp_path / "d"), "--label-key", "cell_type", "--show",
-                                    "0"])
-        assert "fitted exactly on all 240 samples of the store, by " in shown.output
+    said = ("fitted on a stratified sketch of 120 of 240 samples" if sketch
+            else "fitted exactly on all 240 samples of the store, by ")
+    assert said in got.output
 
 
 @pytest.mark.parametrize(("args", "message"), [

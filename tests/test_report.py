@@ -326,6 +326,7 @@ def _annotated_inputs(expression):
     return make
 
 
+@pytest.mark.slow  # two command-line runs in fresh processes (~20 s)
 def test_the_fit_reports_command_reproduces_the_run_byte_for_byte(tmp_path, expression):
     # Every kind of option: a path argument with a space, a path option, repeated list options
     # (one with a space in a name), choices, a negated flag, numbers, a string, and -o FOLDER.
@@ -342,6 +343,7 @@ def test_the_fit_reports_command_reproduces_the_run_byte_for_byte(tmp_path, expr
         assert first[name] == second[name], name
 
 
+@pytest.mark.slow  # two command-line runs in fresh processes (~20 s)
 def test_the_evaluate_reports_command_reproduces_the_run_byte_for_byte(tmp_path, expression):
     args = ["evaluate", "my data.csv", "--labels", "labels.csv", "--drop", "batch code,age",
             "--log", "log2", "--cap", "5000", "--splits", "2", "--seed", "4", "-j", "1",
