@@ -1,7 +1,8 @@
-"""run_tasks: threads or worker processes, the same results, records and warnings either way."""
+"""run_tasks: here, in threads or in worker processes; the same results, records and warnings."""
 
 import logging
 import os
+import threading
 import warnings
 
 import numpy as np
@@ -30,9 +31,19 @@ def _fail(i):
     return i
 
 
+def _thread(_):
+    return threading.get_ident()
+
+
 def test_small_tasks_stay_in_this_process_large_ones_go_to_workers():
     here = os.getpid()
     assert set(run_tasks(_pid, [(0,), (1,)], n_jobs=2, work=PROCESS_MIN_WORK - 1)) == {here}
+    # Small tasks run one after the other in the calling thread (threads would hold the GIL in
+    # turn); tasks on a lazily read design (work=None) in threads of this process.
+    me = threading.get_ident()
+    assert run_tasks(_thread, [(0,), (1,)], n_jobs=2, work=PROCESS_MIN_WORK - 1) == [me, me]
+    assert me not in run_tasks(_thread, [(i,) for i in range(4)], n_jobs=2, work=None)
+    assert set(run_tasks(_pid, [(0,), (1,)], n_jobs=2, work=None)) == {here}
     pids = run_tasks(_pid, [(0,), (1,)], n_jobs=2, work=PROCESS_MIN_WORK)
     assert here not in pids
     assert run_tasks(_pid, [(0,), (1,)], n_jobs=1, work=PROCESS_MIN_WORK) == [here, here]

@@ -144,7 +144,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         Fit a stratified sketch of at most this many samples (``sketch_``); ``"auto"``: 2,000
         above 2,000, at least 50 of each class, with a warning; None: every sample.
     n_jobs : int or None, default=-1
-        Problems and folds in parallel (-1: every core; None or 1: one); same results.
+        Problems and folds in parallel (-1: every core; None or 1: one); same results. Large
+        fits use worker processes; small ones, which would not gain, run in this process.
     certainty : bool, default=True
         ``pip_`` and ``credible_sets_`` by spike-and-slab EP on the selection's neighbourhood
         (guide: "How sure is each gene"; feature basis without covariates).
@@ -349,8 +350,9 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         self._joint = self.multiclass == "shared" and classes.size > 2
         spec = self._path_spec(Phi_s.shape[0])
 
-        # Each task is one path (or a fold's); a dask array's tasks stay in this process.
-        work = 0 if lazy else task_work(*Phi_s.shape)
+        # Each task is one path (or a fold's); a dask array's tasks stay in this process, in
+        # threads (their passes over the chunks overlap).
+        work = None if lazy else task_work(*Phi_s.shape)
 
         def tasks(fn, args):
             return run_tasks(fn, args, n_jobs=self.n_jobs, client=client, work=work)
