@@ -144,8 +144,7 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         Fit a stratified sketch of at most this many samples (``sketch_``); ``"auto"``: 2,000
         above 2,000, at least 50 of each class, with a warning; None: every sample.
     n_jobs : int or None, default=-1
-        Problems and folds in parallel (-1: every core; None or 1: one); same results. Large
-        fits use worker processes; small ones, which would not gain, run in this process.
+        Problems and folds in parallel (-1: every core; None or 1: one); same results.
     certainty : bool, default=True
         ``pip_`` and ``credible_sets_`` by spike-and-slab EP on the selection's neighbourhood
         (guide: "How sure is each gene"; feature basis without covariates).
