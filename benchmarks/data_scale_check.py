@@ -25,8 +25,9 @@ import numpy as np
 import pandas as pd
 
 from ardselect import ARDClassifier
+from ardselect.dataio._scale_check import sample_scale_findings
 from ardselect.exceptions import DataScaleError
-from ardselect.model import DataScaleWarning, PortableModel, sample_scale_findings
+from ardselect.model import DataScaleWarning, PortableModel
 from ardselect.preprocessing import Preprocessor
 
 #: (file, the preprocessing a user would give it)

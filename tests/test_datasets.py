@@ -10,6 +10,7 @@ import pytest
 
 import ardselect
 from ardselect import datasets
+from ardselect.dataio import _datasets
 
 
 def test_bundled_checksums():
@@ -49,7 +50,7 @@ def test_load_example():
 @pytest.mark.slow  # rebuilds the bundled files from the shared source (provenance; ~3 s)
 def test_rebuild_matches_shared_source(shared_data, tmp_path):
     source = shared_data / "golub_leukemia"
-    digests = datasets._build_leukaemia(source, tmp_path)
+    digests = _datasets._build_leukaemia(source, tmp_path)
     assert digests == datasets.LEUKAEMIA_SHA256
     import pandas as pd
 

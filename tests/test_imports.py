@@ -119,8 +119,8 @@ def test_no_private_scikit_learn_import():
 # The layers, lowest first (STYLE.md sec. 1, docs/contributing.md): a module imports modules of its
 # own layer and of the layers below, never one above; an import deferred into a function counts.
 # "base" is the package-wide bottom (the lazy __init__, the version, the exceptions). A module in a
-# layer's folder belongs to that layer; the public modules keep their files at the top of the
-# package and are placed here.
+# layer's folder belongs to that layer; the public modules keep a file at the top of the package
+# that only re-exports the layer's code (test_public_modules_only_re_export), placed here.
 LAYERS = ("base", "numerics", "engine", "estimators", "dataio", "signature", "cli")
 FOLDERS = {"dataio", "engine", "estimators", "numerics", "signature"}
 TOP_LEVEL = {
@@ -227,3 +227,20 @@ def test_no_module_over_eight_hundred_lines():
     long = {name: n for name, path in _modules().items()
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
     assert long == {}
+
+
+def test_public_modules_only_re_export():
+    # A public module above the base holds imports and its __all__: its code lives in its layer.
+    held = {}
+    for name, layer in TOP_LEVEL.items():
+        if layer == "base":
+            continue
+        tree = ast.parse(_modules()[name].read_text(encoding="utf-8"))
+        body = tree.body[1:] if ast.get_docstring(tree) is not None else tree.body
+        code = [type(node).__name__ for node in body
+                if not isinstance(node, (ast.Import, ast.ImportFrom))
+                and not (isinstance(node, ast.Assign)
+                         and [getattr(t, "id", None) for t in node.targets] == ["__all__"])]
+        if code:
+            held[name] = code
+    assert held == {}

@@ -483,7 +483,7 @@ def test_scaled_and_unscaled_values_are_refused_each_for_the_other(cell_models):
 
 
 def test_the_sign_rule_needs_enough_values(cell_models):
-    from ardselect.model import sign_finding
+    from ardselect.dataio._scale_check import sign_finding
 
     on_scaled, _, log, _, _ = cell_models
     Z = log[on_scaled.features].to_numpy()

@@ -188,7 +188,7 @@ def test_frontier_marks_the_chosen_and_the_one_se_sizes():
 
 
 def test_certainty_labels_the_sign_of_genes_outside_the_model_by_their_direction():
-    from ardselect.pl import _sign_labels
+    from ardselect.signature._plots import _sign_labels
 
     table = pd.DataFrame({"weight": [0.8, -0.5, 0.0, 0.0, 0.0],
                           "z": [3.0, -2.0, -1.2, 0.7, np.nan],

@@ -167,7 +167,7 @@ def _counts_csr(rng, n, p, density):
 @pytest.mark.parametrize("params", [{}, {"log": "none"}, {"log": "log10"}, {"cap": 5.0},
                                     {"floor": 0.0, "log": "ln"}, {"standardize": False}])
 def test_sparse_fit_by_gene_blocks_equals_the_whole_matrix(params, rng, monkeypatch):
-    import ardselect.preprocessing as module
+    import ardselect.dataio._preprocessing as module
 
     X = _counts_csr(rng, 300, 90, 0.2)
     monkeypatch.setattr(module, "_BLOCK_ENTRIES", 500)

@@ -119,7 +119,7 @@ def _evaluate(frame, y):
 
 
 def test_the_sample_sign_rule_is_silent_on_one_layout():
-    from ardselect.model import sample_scale_findings
+    from ardselect.dataio._scale_check import sample_scale_findings
 
     log, scaled, _ = scaled_and_log_cells(n=90, n_genes=60)
     for frame in (log, scaled, log.iloc[:, :30]):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..dataio._expression import ExpressionData
-from ..preprocessing import Preprocessor
+from ..dataio._preprocessing import Preprocessor
 from ._anndata_results import check_key, write_signature
 from ._signature import fit_signature, settings_record
 

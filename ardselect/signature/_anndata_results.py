@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from ..dataio._preprocessing import Preprocessor
 from ..engine._design import as_design, dense
-from ..preprocessing import Preprocessor
 from ._kinds import KINDS
 
 #: The note of a selected gene whose weight has the opposite sign of its class difference.

@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 from ..dataio._expression import ExpressionData
+from ..dataio._portable import PortableModel
+from ..dataio._preprocessing import Preprocessor
 from ..engine._design import as_design
 from ..engine._validation import (
     check_class_labels,
@@ -29,8 +31,6 @@ from ..engine._validation import (
 )
 from ..estimators._neighbourhood import set_memberships
 from ..exceptions import DataError, LabelError
-from ..model import PortableModel
-from ..preprocessing import Preprocessor
 from ._kinds import KINDS, kind_of
 
 __all__ = ["Signature", "fit_signature"]
@@ -157,7 +157,7 @@ class Signature:
         symbol column (``symbol_key``): such a column names the genes only where most of its
         values are single words.
         """
-        from ..get import _enrichment_sets, _naming, _problem_pairs
+        from ._get import _enrichment_sets, _naming, _problem_pairs
 
         use_symbols, naming = _naming(self.symbol_key, self.ranked, chosen=symbol_key_given)
         threshold = KINDS[self.kind].threshold(getattr(self.estimator, "threshold", 0.5))
@@ -173,7 +173,7 @@ class Signature:
         What :func:`ardselect.get.ranked_list` returns for the same fit; ``group`` is the class
         (by default the only problem's), ``symbol_key_given`` as in :meth:`enrichment_sets`.
         """
-        from ..get import _naming, _ranked_list
+        from ._get import _naming, _ranked_list
 
         if group is None:
             if len(self.problems) > 1:
