@@ -360,7 +360,7 @@ def write_fit_report(folder: Path, sig, adata, *, data: Path, label_key: str,
     if pseudo is not None:
         items.append(("Pseudobulk", _esc(
             f"one sample per {pseudo['donor']} and label: {int(pseudo['n_samples'])} samples "
-            f"from {int(pseudo['n_cells'])} cells, counts summed from {pseudo['source']}, then "
+            f"from {int(pseudo['n_cells'])} cells, counts summed from {pseudo['input']}, then "
             f"{pseudo['normalisation']}")))
     for cls in display_classes(problems):
         block = ranked[ranked["class"] == cls]

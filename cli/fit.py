@@ -612,7 +612,7 @@ def _summary_header(console, sig, adata, written: FitOutputs):
     if pseudo is not None:
         console.print(f"pseudobulk: {int(pseudo['n_samples'])} {pseudo['donor']}-and-label "
                       f"samples from {int(pseudo['n_cells'])} cells (counts from "
-                      f"{pseudo['source']}, then {pseudo['normalisation']})")
+                      f"{pseudo['input']}, then {pseudo['normalisation']})")
     if sig.covariate_names:
         console.print(f"covariates held in every model: {', '.join(sig.covariate_names)} "
                       "(weights: covariates.tsv)")

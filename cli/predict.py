@@ -93,12 +93,10 @@ def predict(
             check_output(out, overwrite=overwrite, kind="file", inputs=(model, data, labels))
         check_input(model)
         portable = ardselect.model.load_model(model)
-        space = portable.input_space
-        if layer is not None and (space["use_raw"] or space["layer"] != layer):
+        fitted_on = portable.input
+        if layer is not None and (fitted_on.use_raw or fitted_on.layer != layer):
             # A model fitted on X scores X: a layer holds other values (scaled X against
             # log-normalised counts, say), which the model's own scaling can hide.
-            fitted_on = ("raw.X" if space["use_raw"] else
-                         f"layer {space['layer']!r}" if space["layer"] is not None else "X")
             msg = (f"the model was fitted on {fitted_on} and applies it itself; --layer {layer} "
                    "would score other values")
             raise UsageError(msg)
@@ -106,7 +104,7 @@ def predict(
         # (read lazily, only the model's layer is opened; a store lacking it is the model's to refuse)
         adata = read_unlabelled(
             data, genes_in_rows=genes_in_rows, label_key=label_key or "label", labels=labels,
-            layer=space["layer"] if lazy and space["layer"] in (layers or ()) else None,
+            layer=fitted_on.layer if lazy and fitted_on.layer in (layers or ()) else None,
             covariates=portable.covariates, lazy=lazy)
         with input_errors(data):
             label_key = _true_labels(adata, label_key, portable.data.get("label_key"))

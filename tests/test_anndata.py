@@ -363,8 +363,8 @@ def test_path_warnings_name_classes_by_their_labels():
 
 
 @pytest.mark.parametrize("space", ["layer", "raw"])
-def test_model_reads_its_input_space(space):
-    # Issue 12, item 1: a model fitted on a layer or raw.X must read the same values, whatever X is.
+def test_model_reads_its_input(space):
+    # A model fitted on a layer or raw.X must read the same values, whatever X is.
     rng = np.random.default_rng(8)
     y = np.repeat(["a", "b"], 15)
     counts = rng.poisson(20.0, size=(30, 10)).astype(float)

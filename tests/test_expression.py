@@ -16,7 +16,7 @@ import pytest
 
 import ardselect
 from ardselect.exceptions import DataError
-from ardselect.io import expression
+from ardselect.io import Input, expression
 from conftest import one_error, run_cli
 
 #: Genes of the full data; the markers of class "b": one kept in X, one in raw only.
@@ -65,7 +65,7 @@ def _with_layer_and_raw(raw):
 
 
 @pytest.mark.parametrize(
-    ("layer", "use_raw", "raw", "source", "genes"),
+    ("layer", "use_raw", "raw", "named", "genes"),
     [
         (None, False, "none", "X", HVG),
         (None, False, "more genes", "X", HVG),
@@ -75,13 +75,14 @@ def _with_layer_and_raw(raw):
         (None, True, "more genes", "raw.X", GENES),
     ],
 )
-def test_layer_and_raw_cases(layer, use_raw, raw, source, genes):
+def test_layer_and_raw_cases(layer, use_raw, raw, named, genes):
     adata = _with_layer_and_raw(raw)
     got = expression(adata, layer=layer, use_raw=use_raw)
     expected = (adata.raw.X if use_raw else adata.layers[layer] if layer else adata.X)
     assert got.X is expected
     assert list(got.var_names) == genes
-    assert got.source == source
+    assert str(got.input) == named
+    assert got.input == Input(layer, use_raw)
     assert (got.layer, got.use_raw) == (layer, use_raw)
     assert list(got.var.index) == genes
     # raw's annotation, with var's columns added by name (missing for raw-only genes)
@@ -149,7 +150,7 @@ def test_var_columns_hold_each_genes_own_values(fitted):
 
 def test_model_fitted_on_raw_predicts_the_same_layout(fitted):
     model = ardselect.get.model(fitted)
-    assert model.input_space == {"layer": None, "use_raw": True}
+    assert model.input == Input(use_raw=True)
     proba = model.predict_proba(fitted)
     pd.testing.assert_frame_equal(proba, model.predict_proba(_raw_frame(fitted)))
     assert (model.predict(_layout(seed=1)) == _layout(seed=1).obs["label"].to_numpy()).mean() > 0.8

@@ -19,7 +19,7 @@ import pytest
 
 import ardselect
 from ardselect.exceptions import DataError, LabelError
-from ardselect.io import ExpressionData
+from ardselect.io import ExpressionData, Input
 from conftest import one_error, run_cli
 
 GENES = [f"G{j}" for j in range(12)]
@@ -184,8 +184,7 @@ def test_from_anndata(case):
         data = ExpressionData.from_anndata(adata, label_key, **opts)
         assert list(data.var_names) == case.genes
         assert data.shape == (N, len(case.genes))
-        assert data.input_space == {"layer": opts.get("layer"),
-                                    "use_raw": bool(opts.get("use_raw"))}
+        assert data.input == Input(opts.get("layer"), bool(opts.get("use_raw")))
         expected = (adata.raw.X if opts.get("use_raw") else
                     adata.layers[opts["layer"]] if opts.get("layer") else adata.X)
         np.testing.assert_array_equal(np.asarray(data.X), np.asarray(expected))
@@ -264,7 +263,7 @@ def test_raw_with_more_genes_is_one_layout_everywhere(fits):
     path, out, _ = fits["raw, more genes"]
     adata = ad.read_h5ad(path)
     model = ardselect.model.load_model(out / "model.json")
-    assert model.input_space == {"layer": None, "use_raw": True}
+    assert model.input == Input(use_raw=True)
     frame = pd.DataFrame(np.asarray(adata.raw.X), index=adata.obs_names,
                          columns=adata.raw.var_names)
     pd.testing.assert_frame_equal(model.predict_proba(adata), model.predict_proba(frame))
@@ -278,7 +277,7 @@ def test_the_layer_read_is_the_layer_recorded(fits, tmp_path):
     np.testing.assert_array_equal(data.adata.X, original.X)
     np.testing.assert_array_equal(data.X, original.layers["counts"])
     model = ardselect.model.load_model(out / "model.json")
-    assert model.input_space == {"layer": "counts", "use_raw": False}
+    assert model.input == Input(layer="counts")
     lacking = original.copy()
     lacking.X = np.zeros_like(lacking.X)  # X holds other values: the model reads its layer
     pd.testing.assert_frame_equal(model.predict_proba(lacking), model.predict_proba(original))

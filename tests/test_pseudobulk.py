@@ -54,13 +54,13 @@ def test_the_counts_are_found_in_raw_a_layer_or_x(rng):
         ardselect.pseudobulk(logged, "cell_type", "donor")
     logged.layers["counts"] = sp.csr_matrix(counts)
     bulk = ardselect.pseudobulk(logged, "cell_type", "donor")
-    assert bulk.uns["pseudobulk"]["source"] == "layer 'counts'"
+    assert bulk.uns["pseudobulk"]["input"] == "layer 'counts'"
     assert np.array_equal(bulk.layers["counts"], ref)
     raw = adata.copy()
     raw.raw = raw
     raw.X = np.log1p(counts)
     bulk = ardselect.pseudobulk(raw, "cell_type", "donor")
-    assert bulk.uns["pseudobulk"]["source"] == "raw.X"
+    assert bulk.uns["pseudobulk"]["input"] == "raw.X"
     assert np.array_equal(bulk.layers["counts"], ref)
     with pytest.raises(DataError, match="layer 'x' not found"):
         ardselect.pseudobulk(adata, "cell_type", "donor", layer="x")

@@ -40,10 +40,53 @@ from ._input_rules import (
 __all__ = [
     "Expression",
     "ExpressionData",
+    "Input",
     "ScaledXWarning",
     "expression",
     "find_symbols",
 ]
+
+
+@dataclass(frozen=True)
+class Input:
+    """Which matrix of an AnnData the values are read from: ``X``, a layer, or ``raw.X``.
+
+    ``str(input)`` names it in messages (``"X"``, ``"layer 'counts'"``, ``"raw.X"``);
+    :meth:`to_dict` is what a portable model records as its ``input``.
+
+    Attributes
+    ----------
+    layer : str or None
+        A key of ``adata.layers``, or None.
+    use_raw : bool
+        Whether ``raw.X`` is read.
+
+    Examples
+    --------
+    >>> from ardselect.io import Input
+    >>> str(Input()), str(Input(layer="counts")), str(Input(use_raw=True))
+    ('X', "layer 'counts'", 'raw.X')
+    >>> Input.from_dict({"layer": "counts", "use_raw": False}) == Input(layer="counts")
+    True
+    """
+
+    layer: str | None = None
+    use_raw: bool = False
+
+    def __str__(self) -> str:
+        if self.use_raw:
+            return "raw.X"
+        return "X" if self.layer is None else f"layer {self.layer!r}"
+
+    def to_dict(self) -> dict:
+        """``{"layer": name or None, "use_raw": bool}``."""
+        return {"layer": self.layer, "use_raw": bool(self.use_raw)}
+
+    @classmethod
+    def from_dict(cls, record: Mapping | None) -> Input:
+        """The input a record holds; ``X`` for None or an empty record."""
+        record = record or {}
+        return cls(layer=record.get("layer"), use_raw=bool(record.get("use_raw", False)))
 
 
 @dataclass(frozen=True)
@@ -74,11 +117,9 @@ class Expression:
     use_raw: bool = False
 
     @property
-    def source(self) -> str:
-        """Where the values were read, for messages: ``"X"``, ``"layer 'name'"`` or ``"raw.X"``."""
-        if self.use_raw:
-            return "raw.X"
-        return "X" if self.layer is None else f"layer {self.layer!r}"
+    def input(self) -> Input:
+        """Which matrix the values were read from (``str()`` names it: ``"X"``, ``"raw.X"``...)."""
+        return Input(self.layer, bool(self.use_raw))
 
 
 def expression(adata, *, layer: str | None = None, use_raw: bool = False) -> Expression:
@@ -216,7 +257,7 @@ class ExpressionData:
     >>> adata = full[:, ["g2", "g4"]].copy()
     >>> adata.raw = full
     >>> data = ExpressionData.from_anndata(adata, "label", use_raw=True)
-    >>> data.shape, list(data.var_names), data.source, list(data.labels)
+    >>> data.shape, list(data.var_names), str(data.input), list(data.labels)
     ((3, 4), ['g1', 'g2', 'g3', 'g4'], 'raw.X', ['a', 'b', 'a'])
     >>> adata.obs.loc["s2", "label"] = None
     >>> ExpressionData.from_anndata(adata, "label")
@@ -248,16 +289,9 @@ class ExpressionData:
         return tuple(self.X.shape)
 
     @property
-    def source(self) -> str:
-        """Where the values were read, for messages: ``"X"``, ``"layer 'name'"`` or ``"raw.X"``."""
-        if self.use_raw:
-            return "raw.X"
-        return "X" if self.layer is None else f"layer {self.layer!r}"
-
-    @property
-    def input_space(self) -> dict:
-        """What the portable model records as its ``input``: ``{"layer": ..., "use_raw": ...}``."""
-        return {"layer": self.layer, "use_raw": bool(self.use_raw)}
+    def input(self) -> Input:
+        """Which matrix the values were read from (``str()`` names it: ``"X"``, ``"raw.X"``...)."""
+        return Input(self.layer, bool(self.use_raw))
 
     @staticmethod
     def check_source(path, *, layer: str | None = None, use_raw: bool = False,

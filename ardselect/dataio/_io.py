@@ -11,7 +11,7 @@ import pandas as pd
 from ..engine._design import dense
 from ..engine._validation import check_unique_names
 from ..exceptions import LabelError
-from ._expression import Expression, ExpressionData, expression
+from ._expression import Expression, ExpressionData, Input, expression
 from ._files import FORMATS, _path, atomic_write, detect_format, require_file
 from ._label_files import read_cls, read_labels
 from ._readers import (
@@ -32,6 +32,7 @@ __all__ = [
     "AnnotationColumnWarning",
     "Expression",
     "ExpressionData",
+    "Input",
     "atomic_write",
     "check_unique_names",
     "detect_format",

@@ -15,7 +15,7 @@ from ..estimators._posterior import Posterior
 from ..exceptions import DataError, FileFormatError, ModelError
 from ..numerics._probit import probit_log_proba
 from ._covariates import CovariateEncoder
-from ._io import ExpressionData, atomic_write, require_file
+from ._io import ExpressionData, Input, atomic_write, require_file
 from ._model_schema import (
     _CORRUPTED,
     _brief,
@@ -433,27 +433,26 @@ class PortableModel:
             fh.write(self.to_json())
 
     @property
-    def input_space(self) -> dict:
-        """Where the model's genes were read in AnnData: ``{"layer": name or None, "use_raw": bool}``."""
-        space = self.data.get("input") or {}
-        return {"layer": space.get("layer"), "use_raw": bool(space.get("use_raw", False))}
+    def input(self) -> Input:
+        """Which matrix of an AnnData the model's genes were read from (``X`` if not recorded)."""
+        return Input.from_dict(self.data.get("input"))
 
     def _input_matrix(self, adata):
-        """``(gene names, matrix)`` of ``adata`` in the model's input space, or a clear refusal.
+        """``(gene names, matrix)`` of ``adata`` in the model's input matrix, or a clear refusal.
 
         Read through :class:`~ardselect.io.ExpressionData`, under the rules every fit reads by.
         """
-        space = self.input_space
+        space = self.input
         try:
-            data = ExpressionData.from_anndata(adata, None, layer=space["layer"],
-                                               use_raw=space["use_raw"])
+            data = ExpressionData.from_anndata(adata, None, layer=space.layer,
+                                               use_raw=space.use_raw)
         except DataError as exc:
             rule = getattr(exc, "rule", None)
             if rule == "no_raw":
                 msg = ("the model was fitted on raw.X (use_raw) but the data have no raw; give "
                        "the same kind of values the model was fitted on")
             elif rule == "layer":
-                msg = (f"the model was fitted on layer {space['layer']!r}, which the data lack "
+                msg = (f"the model was fitted on {space}, which the data lack "
                        f"(layers: {', '.join(adata.layers.keys()) or 'none'})")
             elif rule == "no_x":
                 msg = "the data have no expression matrix X to apply the model to"
@@ -593,7 +592,7 @@ class PortableModel:
         Parameters
         ----------
         data : anndata.AnnData, pandas.DataFrame or array-like of shape (n_samples, n_genes)
-            AnnData is read in the model's input space (:attr:`input_space`); genes are matched by
+            AnnData is read from the model's input matrix (:attr:`input`); genes are matched by
             name (an array needs ``feature_names``).
         feature_names : sequence of str, optional
             Gene names of the columns of an array.

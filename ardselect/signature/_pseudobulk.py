@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ..dataio._expression import expression
+from ..dataio._expression import Input, expression
 from ..dataio._input_rules import require_obs
 from ..engine._design import as_design, dense, is_matrix
 from ..exceptions import DataError, LabelError
@@ -43,15 +43,15 @@ def count_source(adata, *, layer: str | None = None, use_raw: bool | None = None
     holds non-negative integers. None holding counts raises :class:`DataError`.
     """
     if layer is not None or use_raw:
-        source = expression(adata, layer=layer, use_raw=bool(use_raw))  # the input door's rules
-        candidates = [(source.source, source.X, source.var_names)]
+        given = expression(adata, layer=layer, use_raw=bool(use_raw))  # the input door's rules
+        candidates = [(str(given.input), given.X, given.var_names)]
     else:
         candidates = []
         if adata.raw is not None:
-            candidates.append(("raw.X", adata.raw.X, adata.raw.var_names))
+            candidates.append((str(Input(use_raw=True)), adata.raw.X, adata.raw.var_names))
         names = sorted(adata.layers.keys(), key=lambda k: (k != "counts", str(k)))
-        candidates += [(f"layer {k!r}", adata.layers[k], adata.var_names) for k in names]
-        candidates.append(("X", adata.X, adata.var_names))
+        candidates += [(str(Input(layer=k)), adata.layers[k], adata.var_names) for k in names]
+        candidates.append((str(Input()), adata.X, adata.var_names))
     for where, M, genes in candidates:
         if _holds_counts(M):
             return where, M, genes
@@ -94,7 +94,7 @@ def pseudobulk(adata, groupby: str | None, donor_key: str, *, layer: str | None 
           ``obs`` column that is numeric (its mean over the pair's cells) or takes one value
           within each pair (a donor's sex or batch);
         * ``uns["log1p"] = {"base": None}`` (natural log, scanpy's record) and
-          ``uns["pseudobulk"]``: ``donor``, ``source``, ``normalisation``, ``n_cells``,
+          ``uns["pseudobulk"]``: ``donor``, ``input``, ``normalisation``, ``n_cells``,
           ``n_samples``.
 
     Examples
@@ -153,7 +153,7 @@ def pseudobulk(adata, groupby: str | None, donor_key: str, *, layer: str | None 
     out = ad.AnnData(X, obs=out_obs, var=pd.DataFrame(index=pd.Index(genes).astype(str)),
                      layers={"counts": counts})
     out.uns["log1p"] = {"base": None}
-    out.uns["pseudobulk"] = {"donor": donor_key, "source": where,
+    out.uns["pseudobulk"] = {"donor": donor_key, "input": where,
                              "normalisation": "log1p of counts per million",
                              "n_cells": int(n_cells.sum()), "n_samples": int(keep.sum())}
     return out

@@ -525,7 +525,7 @@ def _tables(data, fit: _Fit, *, labels, genes, descriptions, classes, positive, 
         "covariate_names": tuple(data.covariates), "log2_fc": lfc,
         "dropped": genes[~pre.keep_],
     }
-    extra = {"label_key": data.label_key, "input": data.input_space, **data.pseudobulk}
+    extra = {"label_key": data.label_key, "input": data.input.to_dict(), **data.pseudobulk}
     if not kind.has_path:
         hyper = est.hyper_results_.copy()
         hyper["class"] = [names.label_of[c] for c in hyper["class"]]
