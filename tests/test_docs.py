@@ -71,6 +71,18 @@ def test_every_docs_page_is_in_a_toctree():
     assert "<!-- ACCURACY-TABLE -->" in text
 
 
+def test_constants_written_in_the_api_page_are_the_codes():
+    # autodoc does not see a constant's comment through a re-export: the API page states them.
+    from ardselect.dataio import _portable
+    from ardselect.signature import _plots
+
+    text = (DOCS / "api.md").read_text(encoding="utf-8")
+    model = text.split(".. py:data:: ardselect.model.MODEL_FORMAT_VERSION", 1)[1].split(".. ", 1)[0]
+    assert (f"written as version {_portable.COVARIATES_FORMAT_VERSION}" in model
+            and f"as version {_portable.SPIKESLAB_FORMAT_VERSION}," in model)
+    assert f".. py:data:: ardselect.pl.LOO_PROB_FLOOR\n   :value: {_plots.LOO_PROB_FLOOR!r}" in text
+
+
 @pytest.mark.slow  # about 15-30 s: autodoc imports the package, the CLI help is rendered
 def test_docs_build_with_warnings_as_errors(tmp_path):
     try:
