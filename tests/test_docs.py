@@ -78,8 +78,8 @@ def test_constants_written_in_the_api_page_are_the_codes():
 
     text = (DOCS / "api.md").read_text(encoding="utf-8")
     model = text.split(".. py:data:: ardselect.model.MODEL_FORMAT_VERSION", 1)[1].split(".. ", 1)[0]
-    assert (f"written as version {_portable.COVARIATES_FORMAT_VERSION}" in model
-            and f"as version {_portable.SPIKESLAB_FORMAT_VERSION}," in model)
+    assert f"written as version {_portable.COVARIATES_FORMAT_VERSION}" in model
+    assert f"as version {_portable.SPIKESLAB_FORMAT_VERSION}," in model
     assert f".. py:data:: ardselect.pl.LOO_PROB_FLOOR\n   :value: {_plots.LOO_PROB_FLOOR!r}" in text
 
 
