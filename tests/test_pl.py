@@ -64,6 +64,11 @@ def test_loo_probability_axis_follows_the_data_above_the_floor():
     assert not any(t.get_text().startswith("\u2264") for t in ax.get_yticklabels())
 
 
+def _rows(ax, side="left"):
+    """The row labels drawn beside a panel (gene names on the left)."""
+    return [t for t in ax.texts if t.get_gid() == f"row-{side}"]
+
+
 def _boxes(fig):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -103,7 +108,9 @@ def test_weights_labels_whole_words_inside_the_figure_and_titles_apart():
     fig = pl.weights(ranked, title="a figure title")
     renderer = _boxes(fig)
     for ax in fig.axes[:4]:
-        for label in ax.get_yticklabels():
+        labels = _rows(ax)
+        assert len(labels) == 3
+        for label in labels:
             text = label.get_text()
             assert text.endswith("\u2026")
             assert text[:-1].split()[-1] in ranked["description"].iloc[0].split() + ["M0_at"]
@@ -207,9 +214,10 @@ def test_inclusion_draws_each_set_with_its_probability():
         "set_probability": [0.97, 0.12, 0.97, np.nan, 0.12]})
     fig = pl.inclusion(ranked, title="t")
     ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["A", "C", "B", "E"]
+    assert [t.get_text() for t in _rows(ax)] == ["A", "C", "B", "E"]
+    assert [t.get_position()[1] for t in _rows(ax)] == [3, 2, 1, 0]  # beside their bars
     assert [round(p.get_width(), 2) for p in ax.patches] == [0.6, 0.3, 0.1, 0.05]
-    labels = [t.get_text() for t in ax.texts]
+    labels = [t.get_text() for t in ax.texts if t.get_gid() is None]
     assert labels == ["set 1: P = 0.97", "set 2: P = 0.12"]
     # the colours tell the sets apart
     assert ax.patches[0].get_facecolor() == ax.patches[1].get_facecolor()

@@ -387,7 +387,18 @@ def test_certainty_caption_says_what_the_figure_shows():
                            "cv_frequency": [1.0, 0.6, 0.2], "weight": [0.8, -0.5, 0.0],
                            "weight_sd": [0.2, 0.2, np.nan], "z": [4.0, -2.5, 0.7]})
     fig = ardselect.pl.certainty(ranked)
-    right = fig.axes[-1]
-    labels = [t.get_text().strip() for t in right.get_yticklabels()]
-    assert labels == ["100%  w>0", "60%  w<0", "20%  w>0"]
-    assert right.get_ylabel() == "share of CV fold models;  sign of the weight"
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    ax = fig.axes[0]
+    rows = [t for t in ax.texts if t.get_gid() == "row-right"]
+    assert [t.get_text().strip() for t in rows] == ["100%  w>0", "60%  w<0", "20%  w>0"]
+    assert [t.get_position()[1] for t in rows] == [2, 1, 0]  # beside their genes' bars
+    column = [t for t in ax.texts if t.get_gid() is None]
+    assert [t.get_text() for t in column] == ["share of CV fold models;  sign of the weight"]
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    # The column's label stands clear of its rows, inside the figure.
+    label = column[0].get_window_extent(renderer)
+    assert label.x0 > max(t.get_window_extent(renderer).x1 for t in rows)
+    assert label.x1 <= fig.bbox.x1

@@ -240,6 +240,39 @@ def _short(text: str, width: int) -> str:
     return cut.rstrip(" ;,.:-") + "\u2026"
 
 
+def _row_labels(ax, ypos, labels, *, side: str = "left", **kw) -> None:
+    """Label the rows at ``ypos`` beside the panel, one text per row (``gid`` ``"row-<side>"``).
+
+    Plain texts in place of y tick labels: a tick is five artists where a text is one, and a
+    figure's layout measures every artist twice, so a panel of 25 labelled rows draws in half
+    the time. The texts count in the layout as tick labels do.
+    """
+    transform = ax.get_yaxis_transform()
+    x, ha = (-0.01, "right") if side == "left" else (1.01, "left")
+    for y, text in zip(ypos, labels, strict=True):
+        ax.text(x, y, text, ha=ha, va="center", fontsize=7, transform=transform,
+                gid=f"row-{side}", **kw)
+    ax.set_yticks([])
+    ax.set_ylim(-0.7, max(len(ypos), 1) - 0.3)
+
+
+def _column_label(ax, text: str, rows, **font) -> None:
+    """A rotated label for the right-hand row labels ``rows``, just beyond the widest of them."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+
+    prop = FontProperties(size=7, **font)
+    measure = TextToPath().get_text_width_height_descent
+    width = max([measure(str(r), prop, ismath=False)[0] for r in rows] + [0.0])
+    ax.annotate(text, xy=(1.01, 0.5), xycoords="axes fraction", xytext=(width + 3.0, 0.0),
+                textcoords="offset points", rotation=90, ha="left", va="center", fontsize=7)
+
+
+def _panel_title(ax, text: str) -> None:
+    """A panel's title at the top of its axes (placed, not searched for among twin axes)."""
+    ax.set_title(text, fontsize=9, y=1.0)
+
+
 def weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fig=None):
     """Forest plot of the selected genes: posterior mean of the weight with +-2 sd bars.
 
@@ -278,22 +311,17 @@ def weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fi
                     Line2D([], [], color="0.6", marker="o", ms=4, label="+-2 sd crosses 0")]
             ax.legend(handles=keys, fontsize=6, loc="lower right", framealpha=0.8)
         ax.axvline(0.0, color="k", lw=0.8)
-        ax.set_yticks(ypos)
-        ax.set_yticklabels(labels, fontsize=7)
+        _row_labels(ax, ypos, labels)
         if "cv_frequency" in sub and k and np.isfinite(sub["cv_frequency"].to_numpy(float)).any():
             # How reproducible each gene's selection is, on the right: its fold-model share.
-            right = ax.twinx()
-            right.set_ylim(ax.get_ylim())
-            right.set_yticks(ypos)
-            right.set_yticklabels([_share_label(p) for p in sub["cv_frequency"].to_numpy(float)],
-                                  fontsize=7)
-            right.tick_params(axis="y", length=0)
-            right.set_ylabel("share of the CV fold models holding the gene", fontsize=7)
+            shares = [_share_label(p) for p in sub["cv_frequency"].to_numpy(float)]
+            _row_labels(ax, ypos, shares, side="right")
+            _column_label(ax, "share of the CV fold models holding the gene", shares)
         ax.set_xlabel("weight (posterior mean +- 2 sd)")
         ax.grid(visible=True, axis="x", alpha=0.3)
         sub_title = f"{cls} vs rest" if len(classes) > 1 else (title or "")
         if sub_title:
-            ax.set_title(sub_title, fontsize=9)
+            _panel_title(ax, sub_title)
         if k == 0:
             ax.text(0.5, 0.5, "no gene selected", ha="center", va="center",
                     transform=ax.transAxes)
@@ -343,9 +371,7 @@ def inclusion(ranked: pd.DataFrame, *, top: int = 40, title: str | None = None, 
         ax.barh(ypos, pip, color=colors, height=0.7)
         sel = sub["selected"].astype(bool).to_numpy()
         ax.scatter(pip[sel] + 0.02, ypos[sel], color="k", s=10, zorder=3)
-        labels = _gene_labels(sub, name_col)
-        ax.set_yticks(ypos)
-        ax.set_yticklabels(labels, fontsize=7)
+        _row_labels(ax, ypos, _gene_labels(sub, name_col))
         first = np.flatnonzero(np.r_[True, sets[1:] != sets[:-1]]) if k else []
         prob = sub["set_probability"].to_numpy(float)
         for i in first:
@@ -357,7 +383,7 @@ def inclusion(ranked: pd.DataFrame, *, top: int = 40, title: str | None = None, 
         ax.grid(visible=True, axis="x", alpha=0.3)
         sub_title = f"{cls} vs rest" if len(classes) > 1 else (title or "")
         if sub_title:
-            ax.set_title(sub_title, fontsize=9)
+            _panel_title(ax, sub_title)
         if k == 0:
             any_sel = table.loc[table["class"].astype(str) == cls, "selected"].astype(bool).any()
             ax.text(0.5, 0.5, "no inclusion probabilities (certainty off)" if any_sel
@@ -439,26 +465,19 @@ def certainty(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, 
             for sign in (-1, 1):
                 ax.axvline(sign * v, color="0.4", lw=0.6, ls=":")
         ax.axvline(0.0, color="k", lw=0.8)
-        ax.set_yticks(ypos)
-        ax.set_yticklabels(sub[name_col].astype(str).to_numpy(), fontsize=7)
-        ax.set_ylim(-0.7, max(k, 1) - 0.3)
-        right = ax.twinx()
-        right.set_ylim(ax.get_ylim())
-        right.set_yticks(ypos)
+        _row_labels(ax, ypos, sub[name_col].astype(str).to_numpy())
         signs = _sign_labels(sub)
         share = (sub["cv_frequency"].to_numpy(float) if "cv_frequency" in sub
                  else np.full(k, np.nan))
-        right.set_yticklabels(
-            [f"{_share_label(p):>5}  {s}" for p, s in zip(share, signs, strict=True)],
-            fontsize=7, family="monospace")
-        right.tick_params(axis="y", length=0)
-        right.set_ylabel("share of CV fold models;  sign of the weight", fontsize=7)
+        rows = [f"{_share_label(p):>5}  {s}" for p, s in zip(share, signs, strict=True)]
+        _row_labels(ax, ypos, rows, side="right", family="monospace")
+        _column_label(ax, "share of CV fold models;  sign of the weight", rows, family="monospace")
         ax.set_xlabel("log Bayes factor, in vs out, given the other\nselected genes "
                       "(dark: selected)")
         ax.grid(visible=True, axis="x", alpha=0.3)
         sub_title = f"{cls} vs rest" if len(classes) > 1 else (title or "")
         if sub_title:
-            ax.set_title(sub_title, fontsize=9)
+            _panel_title(ax, sub_title)
     for ax in axes[len(classes):]:
         ax.set_visible(False)
     if title and len(classes) > 1:
