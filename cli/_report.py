@@ -80,6 +80,8 @@ FIT_COLUMNS = {
             "difference: the weight is conditional on the other genes.",
 }
 
+#: What a report says in place of its figures when the run drew none (``--no-figures``).
+NO_FIGURES = "<p>No figures: the run was given <code>--no-figures</code>.</p>"
 #: The figures of ``fit``, in the order shown, with how to read each.
 FIT_FIGURES = (
     ("frontier.png", "How many genes: the frontier",
@@ -387,9 +389,11 @@ def write_fit_report(folder: Path, sig, adata, *, data: Path, label_key: str,
     body.append("<h3>What the columns mean</h3><dl class=\"columns\">")
     body += [f"<dt>{_esc(c)}</dt><dd>{_esc(FIT_COLUMNS[c])}</dd>" for c in columns]
     body.append("</dl><h2>Figures</h2>")
-    for name, title, caption in FIT_FIGURES:
-        if (folder / name).is_file():
-            body.append(_figure(folder, name, title, caption))
+    drawn = [(name, title, caption) for name, title, caption in FIT_FIGURES
+             if (folder / name).is_file()]
+    body += [_figure(folder, *figure) for figure in drawn]
+    if not drawn:
+        body.append(NO_FIGURES)
     body.append(_command(command))
     if multi:
         title = f"ardselect: {label_key}, each class against the rest"
@@ -502,6 +506,9 @@ def write_evaluate_report(folder: Path, summary, results, stability, *, data: Pa
             "Held-out predictions of every partition pooled and binned by confidence (the "
             "probability of the predicted class): the share that was right against the mean "
             "confidence in each bin. A calibrated model lies on the diagonal."))
+    else:
+        body.append(NO_FIGURES.replace("</p>", " <code>calibration.tsv</code> holds the "
+                                       "reliability diagram's bins.</p>"))
     body.append(_command(command))
     path = folder / "report.html"
     path.write_text(_page(f"ardselect evaluate: {data.name}",

@@ -18,6 +18,7 @@ from ._options import (
     CvRuleOpt,
     DataArg,
     DropOpt,
+    FiguresOpt,
     FloorOpt,
     GeneColumnsOpt,
     GenesInRowsOpt,
@@ -158,6 +159,7 @@ def evaluate(
         ),
     ] = None,
     overwrite: OverwriteOpt = False,
+    figures: FiguresOpt = True,
     quiet: QuietOpt = False,
 ):
     """Held-out errors, genes, log-loss and calibration over repeated random train/test partitions.
@@ -177,7 +179,7 @@ def evaluate(
             refuse_given(ctx, ard_only(*EVALUATE_ARD_ONLY), "--model spike-slab")
         seed = seed_value(seed)
         _check_settings(splits, n_jobs, train_size)
-        if out is not None:
+        if out is not None and figures:
             ardselect.pl.require_matplotlib()  # calibration.png, before the partitions run
             check_output(out, overwrite=overwrite, kind="output folder", folder=True,
                          inputs=(data, labels), ours=EVALUATE_FOLDER)
@@ -195,10 +197,10 @@ def evaluate(
                               quiet=quiet)
         if out is not None:
             _write_outputs(run, out, overwrite=overwrite, data=data, splits=splits,
-                           label_key=label_key, groups=groups, ctx=ctx)
+                           label_key=label_key, groups=groups, ctx=ctx, figures=figures)
         if not quiet:
             _evaluate_summary(run["summary"], run["results"], data, label_key, out, groups, held,
-                              pseudobulk=pseudobulk is not None)
+                              pseudobulk=pseudobulk is not None, figures=figures)
             if run["logo"] is not None:
                 _logo_summary(run["logo"], groups)
             _stability_summary(run["stability"], run["frequency"])
@@ -350,7 +352,8 @@ def _run_evaluation(given, y, methods, pre, *, held, spikeslab, splits, train_si
     }
 
 
-def _write_outputs(run: dict, out: Path, *, overwrite, data, splits, label_key, groups, ctx):
+def _write_outputs(run: dict, out: Path, *, overwrite, data, splits, label_key, groups, ctx,
+                   figures=True):
     """Every file of ``evaluate -o``, written atomically into the folder."""
     import pandas as pd
 
@@ -375,9 +378,10 @@ def _write_outputs(run: dict, out: Path, *, overwrite, data, splits, label_key, 
             ardselect.io.write_tsv(run["logo_pred"], tmp / "leave_group_out_predictions.tsv")
         ardselect.io.write_tsv(calib.rename(columns={"criterion": "method"}),
                                tmp / "calibration.tsv")
-        fig = ardselect.pl.calibration(
-            calib, title=f"{data.name}: held-out calibration, {splits} partitions")
-        ardselect.pl.save_png(fig, tmp / "calibration.png")
+        if figures:
+            fig = ardselect.pl.calibration(
+                calib, title=f"{data.name}: held-out calibration, {splits} partitions")
+            ardselect.pl.save_png(fig, tmp / "calibration.png")
         write_evaluate_report(tmp, run["summary"], run["results"], run["stability"], data=data,
                               label_key=label_key, command=command_line(ctx), groups=groups,
                               logo=run["logo"])
@@ -421,7 +425,7 @@ def _stability_summary(stability, frequency, top=8):
 
 
 def _evaluate_summary(summary, results, data, label_key, out, groups=None, covariates=None,
-                      *, pseudobulk=False):
+                      *, pseudobulk=False, figures=True):
     console = stdout_console()
     def sizes(col):  # one size, or the range when whole groups make them differ
         lo, hi = int(results[col].min()), int(results[col].max())
@@ -461,5 +465,6 @@ def _evaluate_summary(summary, results, data, label_key, out, groups=None, covar
         console.print(
             f"wrote {out}/splits.tsv, {out}/summary.tsv, {out}/predictions.tsv, "
             f"{out}/selection.tsv, {out}/stability.tsv, "
-            f"{out}/calibration.tsv, {out}/calibration.png, {out}/report.html"
+            f"{out}/calibration.tsv, " + (f"{out}/calibration.png, " if figures else "")
+            + f"{out}/report.html"
         )

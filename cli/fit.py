@@ -22,6 +22,7 @@ from ._options import (
     CvRuleOpt,
     DataArg,
     DropOpt,
+    FiguresOpt,
     FloorOpt,
     GeneColumnsOpt,
     GenesInRowsOpt,
@@ -222,6 +223,7 @@ def fit(
         ),
     ] = None,
     overwrite: OverwriteOpt = False,
+    figures: FiguresOpt = True,
     quiet: QuietOpt = False,
     show: Annotated[
         int,
@@ -264,7 +266,8 @@ def fit(
         if write_h5ad is not None and write_h5ad.suffix != ".h5ad":
             msg = f"--write-h5ad needs a .h5ad file name, got {write_h5ad.name}"
             raise UsageError(msg)
-        ardselect.pl.require_matplotlib()  # before the fit, not after it
+        if figures and not spikeslab:
+            ardselect.pl.require_matplotlib()  # before the fit, not after it
         inputs = (data, labels)
         check_output(out, overwrite=overwrite, kind="output folder", folder=True, inputs=inputs,
                      ours=FIT_FOLDER)
@@ -306,7 +309,7 @@ def fit(
             **({} if max_steps is None else {"max_steps": int(max_steps)}))
         written = FitOutputs(data=data, label_key=label_key, out=out, write_h5ad=write_h5ad,
                              overwrite=overwrite, symbol_key_given=symbol_key is not None,
-                             command=command_line(ctx))
+                             command=command_line(ctx), figures=figures)
         if spikeslab:
             _fit_spikeslab(expression, preprocessor, positive, adata, written, quiet=quiet,
                            show=show)
@@ -381,6 +384,7 @@ class FitOutputs:
     overwrite: bool
     symbol_key_given: bool
     command: str
+    figures: bool = True
 
     def title(self, sig) -> str:
         """The figures' title: the data, the comparison and the criterion."""
@@ -422,7 +426,8 @@ class FitOutputs:
                 ardselect.io.write_tsv(sig.frontier if multi
                                        else sig.frontier.drop(columns="class"),
                                        tmp / "frontier.tsv")
-                pl.save_png(pl.frontier(sig.frontier, title=title), tmp / "frontier.png")
+                if self.figures:
+                    pl.save_png(pl.frontier(sig.frontier, title=title), tmp / "frontier.png")
             if sig.groups_key is not None:
                 ardselect.io.write_tsv(sig.cv_groups.rename(columns={"group": sig.groups_key}),
                                        tmp / "groups.tsv")
@@ -431,9 +436,10 @@ class FitOutputs:
                 ardselect.io.write_tsv(weights if multi else weights.drop(columns="class"),
                                        tmp / "covariates.tsv")
             ardselect.io.write_tsv(sig.path, tmp / "path.tsv")
-            pl.save_png(pl.path(sig.path, title=title), tmp / "path.png")
-            pl.save_png(pl.inclusion(sig.ranked, title=title), tmp / "inclusion.png")
-            pl.save_png(pl.certainty(sig.ranked, title=title), tmp / "certainty.png")
+            if self.figures:
+                pl.save_png(pl.path(sig.path, title=title), tmp / "path.png")
+                pl.save_png(pl.inclusion(sig.ranked, title=title), tmp / "inclusion.png")
+                pl.save_png(pl.certainty(sig.ranked, title=title), tmp / "certainty.png")
             sig.model.save(tmp / "model.json")
             write_fit_report(tmp, sig, adata, data=self.data, label_key=self.label_key,
                              command=self.command)
@@ -696,6 +702,8 @@ def _fit_summary(sig, adata, written: FitOutputs, show):
     if covariates:
         front = (*front, *COVARIATE_OUTPUTS)
     out, write_h5ad = written.out, written.write_h5ad
-    files = ", ".join(f"{out}/{name}" for name in (*FIT_OUTPUTS[:2], *rnk, *front,
-                                                   *FIT_OUTPUTS[2:]))
+    names = (*FIT_OUTPUTS[:2], *rnk, *front, *FIT_OUTPUTS[2:])
+    if not written.figures:
+        names = [name for name in names if not name.endswith(".png")]
+    files = ", ".join(f"{out}/{name}" for name in names)
     console.print(f"wrote {files}" + (f", {write_h5ad}" if write_h5ad else ""))

@@ -79,13 +79,13 @@ def test_1_overwrite_never_deletes_the_input_or_other_files(table, tmp_path, mon
     shutil.copy(table / "data.csv", proj / "data.csv")
     (proj / "notes.txt").write_text("mine\n")
     before = listing(proj)
-    one_error(run("fit", proj / "data.csv", "--out", proj, "--overwrite"), 2,
+    one_error(run("fit", "--no-figures", proj / "data.csv", "--out", proj, "--overwrite"), 2,
               r"output folder .*proj holds the input .*data\.csv")
     monkeypatch.chdir(proj)  # `--out .` inside the input's folder: "Device or resource busy"
-    one_error(run("fit", "data.csv", "--out", ".", "--overwrite"), 2,
+    one_error(run("fit", "--no-figures", "data.csv", "--out", ".", "--overwrite"), 2,
               r"output folder \. holds the input data\.csv")
     (proj / "data.csv").rename(proj / "input.csv.keep")
-    one_error(run("fit", tmp_path / "other.csv", "--out", ".", "--overwrite"), 2,
+    one_error(run("fit", "--no-figures", tmp_path / "other.csv", "--out", ".", "--overwrite"), 2,
               r"output folder \. is the current folder or holds it")
     (proj / "input.csv.keep").rename(proj / "data.csv")
     one_error(run("evaluate", "data.csv", "-o", "..", "--overwrite"), 2, "holds the input")
@@ -94,7 +94,7 @@ def test_1_overwrite_never_deletes_the_input_or_other_files(table, tmp_path, mon
     results = proj / "results"
     previous_results(results)
     (results / "plot.pdf").write_text("mine\n")
-    one_error(run("fit", "data.csv", "--out", "results", "--overwrite"), 2,
+    one_error(run("fit", "--no-figures", "data.csv", "--out", "results", "--overwrite"), 2,
               r"output folder results holds files ardselect did not write \(plot\.pdf\)")
     assert (results / "plot.pdf").exists()
 
@@ -187,7 +187,7 @@ def test_3_sigterm_leaves_no_temporary_output_and_the_previous_results(table, tm
         work = tmp_path / where
         res = previous_results(work / "res")
         (work / "res.h5ad").write_text("previous\n")
-        commands.append((where, ["fit", table / "data.csv", "--out", res, "--overwrite",
+        commands.append((where, ["fit", "--no-figures", table / "data.csv", "--out", res, "--overwrite",
                                  "--criterion", "loo", "--write-h5ad", work / "res.h5ad", "-q"]))
     proc = _cli_process(tmp_path, commands)
     out, err = proc.communicate(timeout=300)
@@ -212,7 +212,7 @@ def test_3_sigterm_from_outside_during_the_fit(table, tmp_path):
     work = tmp_path / "work"
     res = previous_results(work / "res")
     marker = tmp_path / "fitting"
-    proc = _cli_process(tmp_path, [("waiting", ["fit", table / "data.csv", "--out", res,
+    proc = _cli_process(tmp_path, [("waiting", ["fit", "--no-figures", table / "data.csv", "--out", res,
                                                  "--overwrite", "-q"])],
                         env={"MARKER": str(marker)})
     deadline = time.monotonic() + 120
@@ -232,7 +232,7 @@ def test_3_sigterm_from_outside_during_the_fit(table, tmp_path):
 def test_3_two_overwrites_of_one_folder_at_once(table, tmp_path):
     # They could fail with "Directory not empty" and leave a hidden .old folder.
     res = previous_results(tmp_path / "res")
-    args = ("fit", table / "data.csv", "--out", res, "--overwrite", "--criterion", "loo", "-q")
+    args = ("fit", "--no-figures", table / "data.csv", "--out", res, "--overwrite", "--criterion", "loo", "-q")
     procs = [subprocess.Popen([sys.executable, "-m", "ardselect_cli", *map(str, args)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               cwd=REPO) for _ in range(2)]
@@ -273,7 +273,7 @@ def test_3_a_full_file_system(table, tmpfs):
 def test_3_a_read_only_file_system(table, tmpfs):
     res = previous_results(tmpfs / "res")
     subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)
-    result = run("fit", table / "data.csv", "--out", res, "--overwrite", "--criterion", "loo")
+    result = run("fit", "--no-figures", table / "data.csv", "--out", res, "--overwrite", "--criterion", "loo")
     one_error(result, 1, r"Read-only file system")
     assert is_previous(res)
 
@@ -339,7 +339,7 @@ def test_6_a_layer_against_a_model_fitted_on_x(tmp_path):
     adata = make_adata(make_expression(n_samples=24, n_genes=6, seed=3))
     adata.layers["lognorm"] = np.log1p(adata.X)
     adata.write_h5ad(tmp_path / "d.h5ad")
-    assert run("fit", tmp_path / "d.h5ad", "-o", tmp_path / "r", "--criterion", "loo",
+    assert run("fit", "--no-figures", tmp_path / "d.h5ad", "-o", tmp_path / "r", "--criterion", "loo",
                "-q").exit_code == 0
     one_error(run("predict", tmp_path / "r" / "model.json", tmp_path / "d.h5ad", "--layer",
                   "lognorm"), 2, r"fitted on X and applies it itself; --layer lognorm")
@@ -347,7 +347,7 @@ def test_6_a_layer_against_a_model_fitted_on_x(tmp_path):
 
 def test_7_a_gene_as_the_label(tmp_path):
     make_expression(n_samples=51, n_genes=5).to_csv(tmp_path / "t.csv", index=False)
-    one_error(run("fit", tmp_path / "t.csv", "-g", "G1", "-o", tmp_path / "r"), 1,
+    one_error(run("fit", "--no-figures", tmp_path / "t.csv", "-g", "G1", "-o", tmp_path / "r"), 1,
               r"the labels look continuous \(51 distinct numbers")
 
 
@@ -378,23 +378,23 @@ def test_10_messages_in_the_users_terms(tmp_path):
     df = make_expression(n_samples=24, n_genes=6, seed=3)
     df.loc[5, "G2"] = np.nan
     df.to_csv(tmp_path / "nan.csv", index=False)
-    one_error(run("fit", tmp_path / "nan.csv", "-o", tmp_path / "r"), 1,
+    one_error(run("fit", "--no-figures", tmp_path / "nan.csv", "-o", tmp_path / "r"), 1,
               r"1 NaN value\(s\), the first for gene 'G2' in sample 's05'")
     unlabelled = make_expression(n_samples=24, n_genes=6, seed=3).astype({"label": object})
     unlabelled.loc[3, "label"] = None
     unlabelled.to_csv(tmp_path / "lab.csv", index=False)
-    result = run("fit", tmp_path / "lab.csv", "-o", tmp_path / "r")
+    result = run("fit", "--no-figures", tmp_path / "lab.csv", "-o", tmp_path / "r")
     one_error(result, 1, r"1 sample\(s\) have no label in 'label' \(s03\)")
     assert "adata" not in result.stderr
     adata = make_adata(make_expression(n_samples=24, n_genes=6, seed=3))
     adata.write_h5ad(tmp_path / "d.h5ad")
-    one_error(run("fit", tmp_path / "d.h5ad", "--layer", "counts", "-o", tmp_path / "r"), 2,
+    one_error(run("fit", "--no-figures", tmp_path / "d.h5ad", "--layer", "counts", "-o", tmp_path / "r"), 2,
               r"--layer counts: d\.h5ad has no layer 'counts'; its layers: none")
-    one_error(run("fit", tmp_path / "d.h5ad", "--positive", "CASE", "-o", tmp_path / "r"), 2,
+    one_error(run("fit", "--no-figures", tmp_path / "d.h5ad", "--positive", "CASE", "-o", tmp_path / "r"), 2,
               r"--positive CASE: not a label; labels: case, ctrl")
     wide = make_expression(n_samples=24, n_genes=6, seed=3).set_index("sample").T
     wide.to_csv(tmp_path / "wide.csv", index_label="gene")
-    one_error(run("fit", tmp_path / "wide.csv", "-o", tmp_path / "r"), 1,
+    one_error(run("fit", "--no-figures", tmp_path / "wide.csv", "-o", tmp_path / "r"), 1,
               r"no column 'label' but a row named so.*--genes-in-rows")
     assert not (tmp_path / "r").exists()
 
@@ -404,7 +404,7 @@ def test_10_messages_in_the_users_terms(tmp_path):
 
 def test_11_options(table, tmp_path):
     for seed in (-1, 2**70):
-        result = run("fit", table / "data.csv", "--seed", seed, "-o", tmp_path / f"s{seed}", "-q")
+        result = run("fit", "--no-figures", table / "data.csv", "--seed", seed, "-o", tmp_path / f"s{seed}", "-q")
         assert result.exit_code == 0, result.stderr
     one_error(run("evaluate", table / "data.csv", "--train-size", "inf"), 2,
               r"--train-size must be a fraction")
@@ -463,7 +463,7 @@ def test_11_inputs(tmp_path, case, pattern):
     path = _bad_input(tmp_path, case)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # anndata's own, about repeated names
-        result = run("fit", path, "-o", tmp_path / "r")
+        result = run("fit", "--no-figures", path, "-o", tmp_path / "r")
     one_error(result, 1, pattern)
     assert not (tmp_path / "r").exists()
 

@@ -129,7 +129,7 @@ def test_main_help_lists_every_criterion_and_the_default():
 
 
 def test_fit_help_documents_defaults():
-    result = run("fit", "--help")
+    result = run("fit", "--no-figures", "--help")
     assert result.exit_code == 0
     text = " ".join(result.stdout.split())
     for option in ("--label-key", "--criterion", "--positive", "--layer", "--out",
@@ -190,6 +190,38 @@ def test_fit_outputs(fitted):
     assert model["label_key"] == "label"
     assert "selected by cross-validation: held-out log-loss" in result.stdout
     assert "log2(x + 1) (auto" in result.stdout
+
+
+def test_no_figures_writes_everything_else_the_same(fitted, data, tmp_path):
+    _, out, _ = fitted
+    bare = tmp_path / "bare"
+    result = run("fit", data / "train.csv", "--out", bare, "--no-figures")
+    assert result.exit_code == 0, result.stderr
+    tables = [name for name in FILES if not name.endswith(".png")]
+    assert sorted(p.name for p in bare.iterdir()) == sorted(tables)
+    for name in ("genes.tsv", "genes.gmt", "genes.rnk", "frontier.tsv", "path.tsv"):
+        assert (bare / name).read_bytes() == (out / name).read_bytes(), name
+    wrote = result.stdout.split("wrote ", 1)[1]
+    assert ".png" not in wrote
+    assert f"{bare}/report.html" in wrote
+    page = (bare / "report.html").read_text(encoding="utf-8")
+    assert "<img" not in page
+    assert "No figures: the run was given <code>--no-figures</code>." in page
+    assert "No figures" not in (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_evaluate_no_figures(data, tmp_path):
+    out = tmp_path / "ev"
+    result = run("evaluate", data / "all.csv", "--splits", 1, "--out", out, "--no-figures",
+                 "--max-steps", 5)
+    assert result.exit_code == 0, result.stderr
+    names = {p.name for p in out.iterdir()}
+    assert "calibration.png" not in names
+    assert {"calibration.tsv", "report.html"} <= names
+    assert "calibration.png" not in result.stdout
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "<img" not in page
+    assert "<code>calibration.tsv</code> holds the reliability diagram's bins" in page
 
 
 def test_fit_write_h5ad(fitted):
@@ -348,7 +380,7 @@ def test_multiclass(data, tmp_path):
 
 def test_multiclass_shared(data, tmp_path):
     out = tmp_path / "s"
-    result = run("fit", data / "multi.tsv", "-g", "label", "-o", out, "--multiclass", "shared")
+    result = run("fit", "--no-figures", data / "multi.tsv", "-g", "label", "-o", out, "--multiclass", "shared")
     assert result.exit_code == 0, result.stderr
     genes = pd.read_csv(out / "genes.tsv", sep="\t", keep_default_na=False)
     chosen = [set(g.loc[g["selected"], "gene"]) for _, g in genes.groupby("class")]
@@ -359,7 +391,7 @@ def test_multiclass_shared(data, tmp_path):
     assert pred.exit_code == 0
     table = pd.read_csv(pd.io.common.StringIO(pred.stdout), sep="\t")
     assert (table["predicted"] == table["label"]).mean() > 0.8
-    bad = run("fit", data / "multi.tsv", "-g", "label", "-o", tmp_path / "b",
+    bad = run("fit", "--no-figures", data / "multi.tsv", "-g", "label", "-o", tmp_path / "b",
               "--multiclass", "joint")
     assert bad.exit_code == 2
     assert "multiclass" in bad.stderr
@@ -376,10 +408,10 @@ def test_gct_with_cls(data, tmp_path):
     )
     ardselect.io.write_gct(adata, tmp_path / "x.gct", description_key="d")
     ardselect.io.write_cls(df["label"], tmp_path / "x.cls")
-    result = run("fit", tmp_path / "x.gct", "--out", tmp_path / "noLabels")
+    result = run("fit", "--no-figures", tmp_path / "x.gct", "--out", tmp_path / "noLabels")
     assert_one_line_error(result, 2, r"label key 'label' not found in x.gct; available: none \(give"
                                      r" labels with --labels FILE\)")
-    result = run("fit", tmp_path / "x.gct", "--labels", tmp_path / "x.cls", "--out",
+    result = run("fit", "--no-figures", tmp_path / "x.gct", "--labels", tmp_path / "x.cls", "--out",
                  tmp_path / "g", "--quiet")
     assert result.exit_code == 0, result.stderr
     genes = pd.read_csv(tmp_path / "g" / "genes.tsv", sep="\t", keep_default_na=False)
@@ -393,7 +425,7 @@ def test_genes_in_rows(data, tmp_path):
     t.index.name = "gene"
     t.to_csv(tmp_path / "t.csv")
     df[["sample", "label"]].to_csv(tmp_path / "labels.csv", index=False)
-    result = run("fit", tmp_path / "t.csv", "--genes-in-rows", "--labels", tmp_path / "labels.csv",
+    result = run("fit", "--no-figures", tmp_path / "t.csv", "--genes-in-rows", "--labels", tmp_path / "labels.csv",
                  "-o", tmp_path / "r", "--quiet")
     assert result.exit_code == 0, result.stderr
 
@@ -407,24 +439,24 @@ def test_h5ad_sparse_layer_and_raw(adata_factory, tmp_path):
     adata.raw = ad.AnnData(np.log1p(counts), var=adata.var)
     path = tmp_path / "sc.h5ad"
     adata.write_h5ad(path)
-    result = run("fit", path, "--layer", "counts", "-o", tmp_path / "layer", "-q")
+    result = run("fit", "--no-figures", path, "--layer", "counts", "-o", tmp_path / "layer", "-q")
     assert result.exit_code == 0, result.stderr
     model = json.loads((tmp_path / "layer" / "model.json").read_text())
     assert model["preprocessing"]["log"] == "log2"  # integer counts: auto picks log2(x + 1)
     pred = run("predict", tmp_path / "layer" / "model.json", path, "--layer", "counts")
     assert pred.exit_code == 0, pred.stderr
     assert "misclassified (label)" in pred.stderr
-    result = run("fit", path, "--use-raw", "-o", tmp_path / "raw", "-q")
+    result = run("fit", "--no-figures", path, "--use-raw", "-o", tmp_path / "raw", "-q")
     assert result.exit_code == 0, result.stderr
     model = json.loads((tmp_path / "raw" / "model.json").read_text())
     assert model["preprocessing"]["log"] == "none"  # raw holds log values
-    result = run("fit", path, "--layer", "nope", "-o", tmp_path / "x")
+    result = run("fit", "--no-figures", path, "--layer", "nope", "-o", tmp_path / "x")
     assert_one_line_error(result, 2, r"--layer nope: sc\.h5ad has no layer 'nope'; its layers: "
                                      r"counts$")
     result = run("evaluate", path, "--layer", "nope", "-o", tmp_path / "x")
     assert_one_line_error(result, 2, r"--layer nope: sc\.h5ad has no layer 'nope'")
     # Read lazily, the layer asked for is the one read.
-    result = run("fit", path, "--layer", "counts", "--lazy", "-o", tmp_path / "lazy", "-q")
+    result = run("fit", "--no-figures", path, "--layer", "counts", "--lazy", "-o", tmp_path / "lazy", "-q")
     assert result.exit_code == 0, result.stderr
     model = json.loads((tmp_path / "lazy" / "model.json").read_text())
     assert model["input"]["layer"] == "counts"
@@ -445,12 +477,12 @@ def test_transposed_table_suggests_genes_in_rows(data, tmp_path):
     coded.loc["label"] = (coded.loc["label"] == "case").astype(int)
     coded.to_csv(tmp_path / "coded.csv", index_label="gene")
     for name in ("wide.csv", "coded.csv"):
-        result = run("fit", tmp_path / name, "-o", tmp_path / "r")
+        result = run("fit", "--no-figures", tmp_path / name, "-o", tmp_path / "r")
         assert_one_line_error(result, 1, rf"{name[:-4]}\.csv has no column 'label' but a row named "
                                          r"so: its genes look to be in rows and its samples in "
                                          r"columns; read it with --genes-in-rows")
         assert "warning" not in result.stderr
-    result = run("fit", tmp_path / "wide.csv", "--genes-in-rows", "-o", tmp_path / "r", "-q",
+    result = run("fit", "--no-figures", tmp_path / "wide.csv", "--genes-in-rows", "-o", tmp_path / "r", "-q",
                  "--criterion", "loo")
     assert result.exit_code == 0, result.stderr
 
@@ -481,7 +513,7 @@ def test_genes_in_rows_without_a_label_row_suggests_genes_in_rows(tmp_path):
         assert caught.value.rule == "obs_column"
     labels = pd.DataFrame({"sample": samples, "label": ["a", "b"] * 6})
     labels.to_csv(tmp_path / "labels.csv", index=False)
-    result = run("fit", tmp_path / "ensembl.csv", "--labels", tmp_path / "labels.csv",
+    result = run("fit", "--no-figures", tmp_path / "ensembl.csv", "--labels", tmp_path / "labels.csv",
                  "-o", tmp_path / "r")
     assert_one_line_error(result, 1, r"the samples of labels\.csv are columns of ensembl\.csv, not "
                                      r"rows: .* read it with --genes-in-rows")
@@ -489,7 +521,7 @@ def test_genes_in_rows_without_a_label_row_suggests_genes_in_rows(tmp_path):
     wide = pd.DataFrame(values.T, index=pd.Index(samples, name="sample"),
                         columns=[f"G{i}" for i in range(120)])
     wide.to_csv(tmp_path / "wide.csv")
-    result = run("fit", tmp_path / "wide.csv", "-o", tmp_path / "r")
+    result = run("fit", "--no-figures", tmp_path / "wide.csv", "-o", tmp_path / "r")
     assert_one_line_error(result, 2, r"label key 'label' not found in wide\.csv; available: none "
                                      r"\(give labels with --labels FILE\)$")
 
@@ -498,7 +530,7 @@ def test_genes_in_rows_without_a_label_row_suggests_genes_in_rows(tmp_path):
 
 
 def test_missing_file(tmp_path):
-    result = run("fit", tmp_path / "nope.h5ad", "-o", tmp_path / "r")
+    result = run("fit", "--no-figures", tmp_path / "nope.h5ad", "-o", tmp_path / "r")
     assert_one_line_error(result, 1, r"file not found: .*nope\.h5ad")
     assert not (tmp_path / "r").exists()
 
@@ -506,12 +538,12 @@ def test_missing_file(tmp_path):
 def test_wrong_extension(data, tmp_path):
     fake = tmp_path / "x.h5ad"
     shutil.copy(data / "train.csv", fake)
-    result = run("fit", fake, "-o", tmp_path / "r")
+    result = run("fit", "--no-figures", fake, "-o", tmp_path / "r")
     assert_one_line_error(result, 1, r"x\.h5ad is not an HDF5/h5ad file")
-    result = run("fit", data / "train.csv", "--layer", "counts", "-o", tmp_path / "r")
+    result = run("fit", "--no-figures", data / "train.csv", "--layer", "counts", "-o", tmp_path / "r")
     assert_one_line_error(result, 2, r"--layer and --use-raw apply to \.h5ad and \.zarr input only")
     (tmp_path / "x.xlsx").write_text("x")
-    result = run("fit", tmp_path / "x.xlsx", "-o", tmp_path / "r")
+    result = run("fit", "--no-figures", tmp_path / "x.xlsx", "-o", tmp_path / "r")
     assert_one_line_error(result, 1, r"cannot tell the format of x\.xlsx")
     assert not (tmp_path / "r").exists()
 
@@ -521,7 +553,7 @@ def test_corrupted_h5ad(adata_factory, tmp_path):
     adata_factory(n_samples=10, n_genes=5).write_h5ad(path)
     blob = bytearray(path.read_bytes())
     path.write_bytes(bytes(blob[: len(blob) // 2]))
-    result = run("fit", path, "-o", tmp_path / "r")
+    result = run("fit", "--no-figures", path, "-o", tmp_path / "r")
     assert_one_line_error(result, 1, r"cannot read c\.h5ad as h5ad \(corrupted or truncated\?\)")
 
 
@@ -529,7 +561,7 @@ def test_label_key_missing_lists_available(adata_factory, tmp_path):
     adata = adata_factory(n_samples=10, n_genes=5)
     adata.obs["batch"] = "b"
     adata.write_h5ad(tmp_path / "a.h5ad")
-    result = run("fit", tmp_path / "a.h5ad", "-g", "cell_type", "-o", tmp_path / "r")
+    result = run("fit", "--no-figures", tmp_path / "a.h5ad", "-g", "cell_type", "-o", tmp_path / "r")
     assert_one_line_error(result, 2, r"label key 'cell_type' not found in a\.h5ad; available: "
                                      r"label, batch")
 
@@ -538,7 +570,7 @@ def test_single_class(expression, tmp_path):
     df = expression(n_samples=10, n_genes=4)
     df["label"] = "ctrl"
     df.to_csv(tmp_path / "one.csv", index=False)
-    result = run("fit", tmp_path / "one.csv", "-o", tmp_path / "r")
+    result = run("fit", "--no-figures", tmp_path / "one.csv", "-o", tmp_path / "r")
     assert_one_line_error(result, 1, r"single class \('ctrl'\)")
     assert not (tmp_path / "r").exists()
 
@@ -547,7 +579,7 @@ def test_nan_in_matrix(expression, tmp_path):
     df = expression(n_samples=10, n_genes=4)
     df.loc[3, "G2"] = np.nan
     df.to_csv(tmp_path / "nan.csv", index=False)
-    result = run("fit", tmp_path / "nan.csv", "-o", tmp_path / "r")
+    result = run("fit", "--no-figures", tmp_path / "nan.csv", "-o", tmp_path / "r")
     assert_one_line_error(result, 1, r"the data contain 1 NaN value\(s\), the first for gene "
                                      r"'G2' in sample 's03'; impute them or drop")
     result = run("evaluate", tmp_path / "nan.csv", "-o", tmp_path / "r", "--splits", "1")
@@ -558,7 +590,7 @@ def test_samples_without_label_are_named(expression, tmp_path):
     df = expression(n_samples=10, n_genes=4).astype({"label": object})
     df.loc[[2, 5], "label"] = None
     df.to_csv(tmp_path / "t.csv", index=False)
-    result = run("fit", tmp_path / "t.csv", "-o", tmp_path / "r")
+    result = run("fit", "--no-figures", tmp_path / "t.csv", "-o", tmp_path / "r")
     assert_one_line_error(result, 1, r"2 sample\(s\) have no label in 'label' \(s02, s05\); give "
                                      r"them one or drop them from the data")
     result = run("evaluate", tmp_path / "t.csv", "-o", tmp_path / "r", "--splits", "1")
@@ -572,7 +604,7 @@ def test_samples_with_empty_labels_are_named(expression, tmp_path):
     df.loc[[2, 5], "label"] = " "
     df.to_csv(tmp_path / "t.csv", index=False)
     positive = str(df.loc[0, "label"])
-    result = run("fit", tmp_path / "t.csv", "--positive", positive, "-o", tmp_path / "r")
+    result = run("fit", "--no-figures", tmp_path / "t.csv", "--positive", positive, "-o", tmp_path / "r")
     assert_one_line_error(result, 1, r"2 sample\(s\) have an empty label in 'label' \(s02, s05\)")
     assert not (tmp_path / "r").exists()
     result = run("evaluate", tmp_path / "t.csv", "-o", tmp_path / "r", "--splits", "1")
@@ -584,7 +616,7 @@ def test_duplicated_genes(expression, tmp_path):
     df = expression(n_samples=10, n_genes=4)
     text = df.to_csv(index=False).replace("G3", "G1", 1)
     (tmp_path / "dup.csv").write_text(text)
-    result = run("fit", tmp_path / "dup.csv", "-o", tmp_path / "r")
+    result = run("fit", "--no-figures", tmp_path / "dup.csv", "-o", tmp_path / "r")
     assert_one_line_error(result, 1, r"1 duplicated gene name\(s\) \(G1\)")
 
 
@@ -595,7 +627,7 @@ def test_bad_model_file(data, tmp_path):
 
 
 def test_write_h5ad_needs_extension(data, tmp_path):
-    result = run("fit", data / "train.csv", "-o", tmp_path / "r", "--write-h5ad", tmp_path / "x.csv")
+    result = run("fit", "--no-figures", data / "train.csv", "-o", tmp_path / "r", "--write-h5ad", tmp_path / "x.csv")
     assert_one_line_error(result, 2, r"--write-h5ad needs a \.h5ad file name")
 
 
@@ -623,6 +655,11 @@ def test_fit_without_matplotlib_asks_for_the_plot_extra(data, tmp_path, monkeypa
     result = run("fit", data / "train.csv", "-o", tmp_path / "r")
     assert_one_line_error(result, 1, r"figures need matplotlib: pip install matplotlib \(the plot extra\)")
     assert list(tmp_path.iterdir()) == []  # refused before the fit, nothing written
+    # Without the figures, matplotlib is not needed.
+    result = run("fit", data / "train.csv", "-o", tmp_path / "r", "--no-figures", "-q",
+                 "--criterion", "loo")
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "r" / "genes.tsv").is_file()
 
 
 def test_unexpected_error_is_one_line(data, tmp_path, monkeypatch):
@@ -789,7 +826,7 @@ def test_evaluate_bad_train_size(data):
 def test_any_integer_is_a_seed(data, tmp_path, seed):
     # They were refused as out of the range of numpy seeds.
     for k in (1, 2):
-        result = run("fit", data / "train.csv", "--seed", seed, "-o", tmp_path / f"r{k}", "-q")
+        result = run("fit", "--no-figures", data / "train.csv", "--seed", seed, "-o", tmp_path / f"r{k}", "-q")
         assert result.exit_code == 0, result.stderr
     assert (tmp_path / "r1" / "genes.tsv").read_bytes() == (tmp_path / "r2" / "genes.tsv").read_bytes()
     result = run("evaluate", data / "all.csv", "--seed", seed, "--splits", 1, "-j", 1, "--no-l1")
@@ -865,7 +902,7 @@ def test_golub_fit_end_to_end(tmp_path):
     """The quick start's job: the bundled leukaemia data, Dudoit preprocessing, LOO model choice."""
     h5ad = tmp_path / "golub.h5ad"
     assert run("example", "leukaemia", h5ad, "-q").exit_code == 0
-    result = run("fit", h5ad, "--floor", 100, "--cap", 16000, "--log", "log10", "--positive",
+    result = run("fit", "--no-figures", h5ad, "--floor", 100, "--cap", 16000, "--log", "log10", "--positive",
                  "AML", "-o", tmp_path / "res")
     assert result.exit_code == 0, result.stderr
     assert "floor 100, cap 16000, log10(x), dropped" in result.stdout  # pseudocount 0 by default
@@ -920,7 +957,7 @@ def test_use_raw_model_predicts_on_raw(adata_factory, tmp_path):
     path = tmp_path / "d.h5ad"
     adata.write_h5ad(path)
     out = tmp_path / "r"
-    result = run("fit", path, "--use-raw", "--out", out, "--quiet")
+    result = run("fit", "--no-figures", path, "--use-raw", "--out", out, "--quiet")
     assert result.exit_code == 0, result.stderr
     model = json.loads((out / "model.json").read_text())
     assert model["input"] == {"layer": None, "use_raw": True}
@@ -946,7 +983,7 @@ def test_predict_refuses_a_layer_for_a_model_fitted_on_x(adata_factory, tmp_path
     adata.layers["lognorm"] = np.log1p(adata.X)
     path = tmp_path / "d.h5ad"
     adata.write_h5ad(path)
-    result = run("fit", path, "--out", tmp_path / "r", "--criterion", "loo", "-q")
+    result = run("fit", "--no-figures", path, "--out", tmp_path / "r", "--criterion", "loo", "-q")
     assert result.exit_code == 0, result.stderr
     result = run("predict", tmp_path / "r" / "model.json", path, "--layer", "lognorm",
                  "-o", tmp_path / "p.tsv")
@@ -973,7 +1010,7 @@ def coded(tmp_path_factory, expression):
 
 def test_annotation_named_column_is_not_a_gene(coded, tmp_path):
     out = tmp_path / "r"
-    result = run("fit", coded / "coded.csv", "--out", out)
+    result = run("fit", "--no-figures", coded / "coded.csv", "--out", out)
     assert result.exit_code == 0, result.stderr
     assert ("ardselect: warning: 1 numeric column(s) of coded.csv read as sample annotations, not "
             "genes, and are left out of the genes: 'code' (name them with --gene-columns to use "
@@ -986,13 +1023,13 @@ def test_annotation_named_column_is_not_a_gene(coded, tmp_path):
 
 
 def test_gene_columns_and_drop_choose_the_genes(coded, tmp_path):
-    result = run("fit", coded / "coded.csv", "--gene-columns", "G0:G11", "--out", tmp_path / "a",
+    result = run("fit", "--no-figures", coded / "coded.csv", "--gene-columns", "G0:G11", "--out", tmp_path / "a",
                  "-q")
     assert result.exit_code == 0, result.stderr
     assert "warning" not in result.stderr
     genes = pd.read_csv(tmp_path / "a" / "genes.tsv", sep="\t")
     assert sorted(genes["gene"]) == sorted(f"G{j}" for j in range(12))
-    result = run("fit", coded / "coded.csv", "--drop", "code", "--gene-columns", "G0,G1",
+    result = run("fit", "--no-figures", coded / "coded.csv", "--drop", "code", "--gene-columns", "G0,G1",
                  "--gene-columns", "G2:G5", "--out", tmp_path / "b", "-q")
     assert result.exit_code == 0, result.stderr
     genes = pd.read_csv(tmp_path / "b" / "genes.tsv", sep="\t")
@@ -1002,7 +1039,7 @@ def test_gene_columns_and_drop_choose_the_genes(coded, tmp_path):
 def test_a_named_gene_with_negatives_is_refused_by_the_log(coded, tmp_path):
     # Forced to be a gene, `code` cannot take the automatic log2 of the count genes: an error
     # naming it, not a log silently switched off for every gene.
-    result = run("fit", coded / "coded.csv", "--gene-columns", "code,G0:G11", "--out",
+    result = run("fit", "--no-figures", coded / "coded.csv", "--gene-columns", "code,G0:G11", "--out",
                  tmp_path / "r")
     assert_one_line_error(result, 1, r"cannot take log2 \(auto: 12 of 13 genes reach above 50: "
                                      r"counts or intensities\): 1 gene\(s\) have values <= -1 "
@@ -1021,12 +1058,12 @@ def test_a_gene_given_as_the_label_is_called_continuous(expression, tmp_path, co
 
 
 def test_column_encoding_the_label_is_refused(coded, tmp_path):
-    result = run("fit", coded / "y.csv", "--out", tmp_path / "r")
+    result = run("fit", "--no-figures", coded / "y.csv", "--out", tmp_path / "r")
     assert_one_line_error(result, 1, r"column\(s\) 'y' encode the label 'label' \(a single value "
                                      r"within each class\): they cannot be genes; leave them out "
                                      r"with --drop y")
     assert not (tmp_path / "r").exists()
-    result = run("fit", coded / "y.csv", "--drop", "y", "--out", tmp_path / "r", "-q")
+    result = run("fit", "--no-figures", coded / "y.csv", "--drop", "y", "--out", tmp_path / "r", "-q")
     assert result.exit_code == 0, result.stderr
     assert "y" not in set(pd.read_csv(tmp_path / "r" / "genes.tsv", sep="\t")["gene"])
 
@@ -1040,20 +1077,20 @@ def test_column_encoding_the_label_is_refused(coded, tmp_path):
      (["--gene-columns", ","], 2, r"--gene-columns names no column")],
 )
 def test_bad_column_choices(coded, tmp_path, args, code, pattern):
-    result = run("fit", coded / "coded.csv", *args, "--out", tmp_path / "r")
+    result = run("fit", "--no-figures", coded / "coded.csv", *args, "--out", tmp_path / "r")
     assert_one_line_error(result, code, pattern)
 
 
 def test_column_choices_need_a_table(adata_factory, tmp_path):
     path = tmp_path / "d.h5ad"
     adata_factory(n_samples=12, n_genes=6).write_h5ad(path)
-    result = run("fit", path, "--drop", "G1", "--out", tmp_path / "r")
+    result = run("fit", "--no-figures", path, "--drop", "G1", "--out", tmp_path / "r")
     assert_one_line_error(result, 2, r"--gene-columns and --drop apply to CSV/TSV tables only")
 
 
 def test_predict_does_not_warn_about_annotation_columns(coded, tmp_path):
     out = tmp_path / "r"
-    assert run("fit", coded / "coded.csv", "--out", out, "-q").exit_code == 0
+    assert run("fit", "--no-figures", coded / "coded.csv", "--out", out, "-q").exit_code == 0
     result = run("predict", out / "model.json", coded / "coded.csv", "-o", tmp_path / "p.tsv")
     assert result.exit_code == 0, result.stderr
     assert "warning" not in result.stderr
@@ -1072,7 +1109,7 @@ def test_summary_tables_are_whole_when_piped(expression, tmp_path):
                    + "".join(f"{g}\t{long} {g}\t" + "\t".join(f"{v:g}" for v in row) + "\n"
                              for g, row in genes.iterrows()))
     (tmp_path / "t.cls").write_text("24 2 1\n# case ctrl\n" + " ".join(table["label"]) + "\n")
-    result = run("fit", gct, "--labels", tmp_path / "t.cls", "-o", tmp_path / "r",
+    result = run("fit", "--no-figures", gct, "--labels", tmp_path / "t.cls", "-o", tmp_path / "r",
                  "--criterion", "loo")
     assert result.exit_code == 0, result.stderr
     assert f"{long} G0" in result.stdout
@@ -1089,12 +1126,12 @@ def test_summary_shows_what_the_rank_means(fitted):
 
 
 def test_show_zero_prints_no_table(data, tmp_path):
-    result = run("fit", data / "multi.tsv", "--show", "0", "--out", tmp_path / "r")
+    result = run("fit", "--no-figures", data / "multi.tsv", "--show", "0", "--out", tmp_path / "r")
     assert result.exit_code == 0, result.stderr
     assert "rank" not in result.stdout
     assert "┏" not in result.stdout
     assert result.stdout.count("gene(s) selected by cross-validation") == 3
-    result = run("fit", data / "multi.tsv", "--show", "-1", "--out", tmp_path / "s")
+    result = run("fit", "--no-figures", data / "multi.tsv", "--show", "-1", "--out", tmp_path / "s")
     assert_one_line_error(result, 2, r"--show must be 0 or more, got -1")
 
 
@@ -1167,7 +1204,7 @@ def test_fit_refuses_label_columns_that_cannot_be_classes(adata_factory, tmp_pat
     adata.obs["batch"] = ["b1"] * 12 + ["b2"] * 11 + ["b3"]
     path = tmp_path / "expr.h5ad"
     adata.write_h5ad(path)
-    result = run("fit", path, "-g", column, "--out", tmp_path / "r")
+    result = run("fit", "--no-figures", path, "-g", column, "--out", tmp_path / "r")
     assert_one_line_error(result, 1, pattern)
     assert not (tmp_path / "r").exists()
 
@@ -1191,7 +1228,7 @@ def test_write_h5ad_keeps_odd_class_names(expression, tmp_path):
     names = {"class0": "CD4+/CD25 T Reg", "class1": "a.b", "class2": "\u00e9t\u00e9 \u03b1"}
     df["label"] = df["label"].map(names)
     df.to_csv(tmp_path / "odd.csv", index=False)
-    result = run("fit", tmp_path / "odd.csv", "--out", tmp_path / "r", "--write-h5ad",
+    result = run("fit", "--no-figures", tmp_path / "odd.csv", "--out", tmp_path / "r", "--write-h5ad",
                  tmp_path / "r.h5ad", "-q")
     assert result.exit_code == 0, result.stderr
     back = ad.read_h5ad(tmp_path / "r.h5ad")
@@ -1202,13 +1239,13 @@ def test_write_h5ad_keeps_odd_class_names(expression, tmp_path):
 
 def test_inclusion_penalty_option(data, tmp_path):
     for value, expected in (("0", 0.0), ("bic", "bic")):
-        result = run("fit", data / "train.csv", "--inclusion-penalty", value, "-o",
+        result = run("fit", "--no-figures", data / "train.csv", "--inclusion-penalty", value, "-o",
                      tmp_path / value, "-q", "--write-h5ad", tmp_path / f"{value}.h5ad")
         assert result.exit_code == 0, result.stderr
         params = ad.read_h5ad(tmp_path / f"{value}.h5ad").uns["ardselect"]["params"]
         assert params["estimator_params"]["inclusion_penalty"] == expected
     for bad in ("-1", "aic", "inf"):
-        result = run("fit", data / "train.csv", "--inclusion-penalty", bad, "-o", tmp_path / "x")
+        result = run("fit", "--no-figures", data / "train.csv", "--inclusion-penalty", bad, "-o", tmp_path / "x")
         assert_one_line_error(result, 2, r"--inclusion-penalty must be 'bic' or a number >= 0")
         assert not (tmp_path / "x").exists()
 
@@ -1216,7 +1253,7 @@ def test_inclusion_penalty_option(data, tmp_path):
 def test_max_genes_and_cv_rule_options(data, tmp_path, monkeypatch):
     """--max-genes and --cv-rule reach the estimator, in fit and in evaluate."""
     out = tmp_path / "capped"
-    result = run("fit", data / "train.csv", "--max-genes", "1", "--cv-rule", "1se", "-o", out,
+    result = run("fit", "--no-figures", data / "train.csv", "--max-genes", "1", "--cv-rule", "1se", "-o", out,
                  "-q", "--write-h5ad", tmp_path / "capped.h5ad")
     assert result.exit_code == 0, result.stderr
     params = ad.read_h5ad(tmp_path / "capped.h5ad").uns["ardselect"]["params"]
@@ -1224,7 +1261,7 @@ def test_max_genes_and_cv_rule_options(data, tmp_path, monkeypatch):
     assert params["estimator_params"]["cv_rule"] == "1se"
     genes = pd.read_csv(out / "genes.tsv", sep="\t", keep_default_na=False)
     assert genes["selected"].sum() <= 1
-    result = run("fit", data / "train.csv", "--max-genes", "0", "-o", tmp_path / "zero")
+    result = run("fit", "--no-figures", data / "train.csv", "--max-genes", "0", "-o", tmp_path / "zero")
     assert result.exit_code == 2
     assert "--max-genes" in result.stderr
     made = []
@@ -1289,7 +1326,7 @@ def test_genes_tsv_has_no_negative_zero_and_no_t_for_constant_genes(tmp_path, ex
     df["FLAT"] = 100.0
     df["ROUNDED"] = np.where(np.arange(30) % 2 == 0, 0.3, 0.1 + 0.2)
     df.to_csv(tmp_path / "d.csv", index=False)
-    result = run("fit", tmp_path / "d.csv", "--out", tmp_path / "res", "--criterion", "loo", "-q")
+    result = run("fit", "--no-figures", tmp_path / "d.csv", "--out", tmp_path / "res", "--criterion", "loo", "-q")
     assert result.exit_code == 0, result.stderr
     text = (tmp_path / "res" / "genes.tsv").read_text()
     assert not re.search(r"(^|\t)-0(\t|$)", text, re.M)
@@ -1321,7 +1358,7 @@ def test_usage_errors_of_the_command_line_are_one_line(data, args, pattern):
 
 
 def test_a_missing_groups_column_is_named_as_the_groups_option(data, tmp_path):
-    result = run("fit", data / "train.csv", "--groups", "donor", "--out", tmp_path / "r")
+    result = run("fit", "--no-figures", data / "train.csv", "--groups", "donor", "--out", tmp_path / "r")
     assert_one_line_error(result, 2, r"--groups donor: no column 'donor' in train.csv; "
                           r"available: label")
     assert "label key" not in result.stderr
@@ -1333,7 +1370,7 @@ def test_an_error_is_not_preceded_by_notes_about_other_packages_warnings(tmp_pat
     with pytest.warns(UserWarning, match="not unique"):  # anndata warns; so does its reader
         adata = ad.AnnData(X, obs=obs, var=pd.DataFrame(index=[f"g{i}" for i in range(5)]))
     adata.write_h5ad(tmp_path / "dup.h5ad")
-    result = run("fit", tmp_path / "dup.h5ad", "--out", tmp_path / "r")
+    result = run("fit", "--no-figures", tmp_path / "dup.h5ad", "--out", tmp_path / "r")
     assert_one_line_error(result, 1, r"duplicated sample name")
     assert result.stderr.strip().splitlines()[0].startswith("ardselect: error: ")
 
@@ -1343,7 +1380,7 @@ def test_complex_input_is_refused_in_one_short_line(tmp_path):
     adata = ad.AnnData(X, obs=pd.DataFrame({"label": ["a", "b"] * 10},
                                            index=[f"s{i}" for i in range(20)]))
     adata.write_h5ad(tmp_path / "cx.h5ad")
-    for args in (["fit", tmp_path / "cx.h5ad", "--out", tmp_path / "r"],
+    for args in (["fit", "--no-figures", tmp_path / "cx.h5ad", "--out", tmp_path / "r"],
                  ["evaluate", tmp_path / "cx.h5ad"]):
         result = run(*args)
         assert_one_line_error(result, 1, r"Complex data not supported: the data hold complex "
@@ -1365,7 +1402,7 @@ def test_gene_symbols_attach_to_a_samples_in_rows_table(data, tmp_path):
     pd.DataFrame({"id": genes[:-1], "symbol": [f"SYM{g[1:]}" for g in genes[:-1]]}).to_csv(
         tmp_path / "symbols.csv", index=False)
     out = tmp_path / "res"
-    result = run("fit", data / "train.csv", "--gene-symbols", tmp_path / "symbols.csv",
+    result = run("fit", "--no-figures", data / "train.csv", "--gene-symbols", tmp_path / "symbols.csv",
                  "--criterion", "loo", "--out", out, "-q")
     assert result.exit_code == 0, result.stderr
     table = pd.read_csv(out / "genes.tsv", sep="\t", keep_default_na=False).set_index("gene")
@@ -1377,7 +1414,7 @@ def test_gene_symbols_attach_to_a_samples_in_rows_table(data, tmp_path):
     rnk = pd.read_csv(out / "genes.rnk", sep="\t", header=None)
     assert "SYM1" in set(rnk[0])
     assert genes[-1] in set(rnk[0])
-    result = run("fit", data / "train.csv", "--gene-symbols", data / "test.csv", "--out",
+    result = run("fit", "--no-figures", data / "train.csv", "--gene-symbols", data / "test.csv", "--out",
                  tmp_path / "r2")
     assert_one_line_error(result, 2, r"--gene-symbols test.csv: none of its identifiers")
 
@@ -1387,7 +1424,7 @@ def test_a_description_column_does_not_name_genes_in_gmt_and_rnk(adata_factory, 
     adata.var["description"] = [f"protein {i} of some family, isoform a" for i in range(20)]
     adata.write_h5ad(tmp_path / "d.h5ad")
     out = tmp_path / "res"
-    result = run("fit", tmp_path / "d.h5ad", "--symbol-key", "description", "--criterion",
+    result = run("fit", "--no-figures", tmp_path / "d.h5ad", "--symbol-key", "description", "--criterion",
                  "loo", "--out", out, "-q")
     assert result.exit_code == 0, result.stderr
     genes = pd.read_csv(out / "genes.tsv", sep="\t")
@@ -1407,7 +1444,7 @@ def test_a_directory_is_called_a_directory(fitted, command, tmp_path):
     folder = tmp_path / "some_dir"
     folder.mkdir()
     _, out, _ = fitted
-    args = {"fit": ["fit", folder, "-o", tmp_path / "r"],
+    args = {"fit": ["fit", "--no-figures", folder, "-o", tmp_path / "r"],
             "evaluate": ["evaluate", folder, "--splits", "1", "-o", tmp_path / "r"],
             "predict": ["predict", out / "model.json", folder, "-o", tmp_path / "p.tsv"]}[command]
     result = run(*args)

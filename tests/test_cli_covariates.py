@@ -54,7 +54,7 @@ def test_fit_with_covariates_writes_their_table_and_lists_genes_only(batch_h5ad,
 
 
 def test_without_covariates_the_batch_gene_is_selected(batch_h5ad, tmp_path):
-    result = run("fit", batch_h5ad, "-g", "cell_type", "-o", tmp_path / "plain", "-j", "1")
+    result = run("fit", "--no-figures", batch_h5ad, "-g", "cell_type", "-o", tmp_path / "plain", "-j", "1")
     assert result.exit_code == 0, result.stderr
     genes = pd.read_csv(tmp_path / "plain" / "genes.tsv", sep="\t")
     assert genes.set_index("gene").loc["g2", "selected"]
@@ -62,11 +62,11 @@ def test_without_covariates_the_batch_gene_is_selected(batch_h5ad, tmp_path):
 
 
 def test_covariate_usage_errors(batch_h5ad, tmp_path):
-    one_error(run("fit", batch_h5ad, "-g", "cell_type", "--covariates", "sex", "-o",
+    one_error(run("fit", "--no-figures", batch_h5ad, "-g", "cell_type", "--covariates", "sex", "-o",
                   tmp_path / "a"), 2, "--covariates: 'sex' is not a column .* obs columns")
-    one_error(run("fit", batch_h5ad, "-g", "cell_type", "--covariates", "cell_type", "-o",
+    one_error(run("fit", "--no-figures", batch_h5ad, "-g", "cell_type", "--covariates", "cell_type", "-o",
                   tmp_path / "b"), 2, "label key 'cell_type' cannot also be a covariate")
-    one_error(run("fit", batch_h5ad, "-g", "cell_type", "--covariates", "batch", "--model",
+    one_error(run("fit", "--no-figures", batch_h5ad, "-g", "cell_type", "--covariates", "batch", "--model",
                   "spike-slab", "-o", tmp_path / "c"), 2, "--covariates does not apply")
 
 
@@ -79,7 +79,7 @@ def test_covariates_from_a_table_column(batch_h5ad, tmp_path):
     path = tmp_path / "cells.tsv"
     table.to_csv(path, sep="\t")
     out = tmp_path / "res"
-    result = run("fit", path, "-g", "cell_type", "--covariates", "mito_pct", "-o", out, "-j",
+    result = run("fit", "--no-figures", path, "-g", "cell_type", "--covariates", "mito_pct", "-o", out, "-j",
                  "1")
     assert result.exit_code == 0, result.stderr
     genes = pd.read_csv(out / "genes.tsv", sep="\t")
@@ -135,9 +135,9 @@ def test_pseudobulk_errors(cells_h5ad, tmp_path):
     logged = ad.read_h5ad(cells_h5ad)
     logged.X = np.log1p(logged.X)
     logged.write_h5ad(tmp_path / "logged.h5ad")
-    one_error(run("fit", tmp_path / "logged.h5ad", "-g", "cell_type", "--pseudobulk", "donor",
+    one_error(run("fit", "--no-figures", tmp_path / "logged.h5ad", "-g", "cell_type", "--pseudobulk", "donor",
                   "-o", tmp_path / "a"), 1, "pseudobulk sums counts, but X hold")
-    one_error(run("fit", cells_h5ad, "-g", "cell_type", "--pseudobulk", "patient", "-o",
+    one_error(run("fit", "--no-figures", cells_h5ad, "-g", "cell_type", "--pseudobulk", "patient", "-o",
                   tmp_path / "b"), 2, "--pseudobulk patient: no column 'patient' in cells.h5ad")
-    one_error(run("fit", cells_h5ad, "-g", "cell_type", "--pseudobulk", "donor", "--groups",
+    one_error(run("fit", "--no-figures", cells_h5ad, "-g", "cell_type", "--pseudobulk", "donor", "--groups",
                   "donor", "-o", tmp_path / "c"), 2, "leave --groups out")

@@ -262,7 +262,7 @@ def test_cli_fit_use_raw_write_h5ad_refuses_var_genes_raw_lacks(tmp_path):
     path = tmp_path / "bad.h5ad"
     adata.write_h5ad(path)
     # (the results go into var by name when they are written into the AnnData)
-    result = run_cli("fit", path, "--use-raw", "-o", tmp_path / "r", "--write-h5ad",
+    result = run_cli("fit", "--no-figures", path, "--use-raw", "-o", tmp_path / "r", "--write-h5ad",
                      tmp_path / "r.h5ad")
     one_error(result, 1, r"use_raw: 1 gene\(s\) of adata\.var are not in adata\.raw")
     assert not (tmp_path / "r").exists()

@@ -168,7 +168,7 @@ def test_scaled_x_beside_raw_is_announced_and_use_raw_is_quiet():
 def test_cli_fit_groups_writes_the_group_table_and_summary(tmp_path):
     path = tmp_path / "cells.h5ad"
     _adata().write_h5ad(path)
-    result = run("fit", path, "--label-key", "cell_type", "--groups", "donor", "-j", "2",
+    result = run("fit", "--no-figures", path, "--label-key", "cell_type", "--groups", "donor", "-j", "2",
                  "-o", tmp_path / "out")
     assert result.exit_code == 0, result.stderr
     table = pd.read_csv(tmp_path / "out" / "groups.tsv", sep="\t")
@@ -182,14 +182,14 @@ def test_cli_fit_groups_writes_the_group_table_and_summary(tmp_path):
 def test_cli_fit_groups_and_jobs_errors(tmp_path):
     path = tmp_path / "cells.h5ad"
     _adata().write_h5ad(path)
-    one_error(run("fit", path, "--label-key", "cell_type", "--groups", "donor", "--criterion",
+    one_error(run("fit", "--no-figures", path, "--label-key", "cell_type", "--groups", "donor", "--criterion",
                   "loo", "-o", tmp_path / "a"), 2,
               "--groups: groups are used by the inner cross-validation of criterion='cv' only; "
               "got criterion='loo'")
     assert not (tmp_path / "a").exists()
-    one_error(run("fit", path, "--label-key", "cell_type", "-j", "0", "-o", tmp_path / "b"), 2,
+    one_error(run("fit", "--no-figures", path, "--label-key", "cell_type", "-j", "0", "-o", tmp_path / "b"), 2,
               "--n-jobs must be")
-    result = run("fit", path, "--label-key", "cell_type", "--groups", "patient", "-o",
+    result = run("fit", "--no-figures", path, "--label-key", "cell_type", "--groups", "patient", "-o",
                  tmp_path / "c")
     assert result.exit_code != 0
     assert "patient" in result.stderr
@@ -200,12 +200,12 @@ def test_cli_fit_groups_and_jobs_errors(tmp_path):
 def test_cli_says_when_x_is_scaled_and_raw_is_not(tmp_path):
     path = tmp_path / "scaled.h5ad"
     _adata(scaled=True).write_h5ad(path)
-    result = run("fit", path, "--label-key", "cell_type", "-o", tmp_path / "x")
+    result = run("fit", "--no-figures", path, "--label-key", "cell_type", "-o", tmp_path / "x")
     assert result.exit_code == 0, result.stderr
     lines = [ln for ln in result.stderr.splitlines() if "adata.raw" in ln]
     assert len(lines) == 1
     assert "--use-raw" in lines[0]
-    quiet = run("fit", path, "--label-key", "cell_type", "--use-raw", "-o", tmp_path / "r")
+    quiet = run("fit", "--no-figures", path, "--label-key", "cell_type", "--use-raw", "-o", tmp_path / "r")
     assert quiet.exit_code == 0, quiet.stderr
     assert "adata.raw" not in quiet.stderr
 
@@ -216,7 +216,7 @@ def test_cli_says_how_long_an_exact_fit_of_many_samples_can_take(tmp_path, monke
     path = tmp_path / "cells.h5ad"
     _adata().write_h5ad(path)
     monkeypatch.setattr(fit_command, "LARGE_FIT", 100)  # the data hold 180 cells
-    result = run("fit", path, "--label-key", "cell_type", "--max-samples", "all", "-o",
+    result = run("fit", "--no-figures", path, "--label-key", "cell_type", "--max-samples", "all", "-o",
                  tmp_path / "exact")
     assert result.exit_code == 0, result.stderr
     lines = [ln for ln in result.stderr.splitlines() if "--max-samples" in ln]
@@ -224,6 +224,6 @@ def test_cli_says_how_long_an_exact_fit_of_many_samples_can_take(tmp_path, monke
     assert "180 samples and --max-samples all" in lines[0]
     assert "--max-samples auto fits a stratified sketch of 2,000" in lines[0]
     for args, name in ((["--max-samples", "120"], "sketch"), ([], "auto")):
-        other = run("fit", path, "--label-key", "cell_type", *args, "-o", tmp_path / name)
+        other = run("fit", "--no-figures", path, "--label-key", "cell_type", *args, "-o", tmp_path / name)
         assert other.exit_code == 0, other.stderr
         assert "can take hours" not in other.stderr

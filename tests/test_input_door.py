@@ -154,8 +154,8 @@ def _write(case: Case, folder):
 
 #: The cheapest fits the command line makes: the path chosen by LOO (groups need the inner CV,
 #: refused before it starts), a short path, no certainty columns.
-FIT = ("--no-certainty", "--max-steps", "8", "-q")
-EVALUATE = ("--splits", "1", "--no-l1", "--max-steps", "8", "-q")
+FIT = ("--no-certainty", "--max-steps", "8", "--no-figures", "-q")
+EVALUATE = ("--splits", "1", "--no-l1", "--max-steps", "8", "--no-figures", "-q")
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +209,7 @@ def test_cli_fit(case, fits, tmp_path):
     if case.refusal is not None:
         path = _write(case, tmp_path)
         criterion = "cv" if case.options.get("groups") else "loo"
-        result = run_cli("fit", path, *_args(case), "--criterion", criterion, *FIT,
+        result = run_cli("fit", "--no-figures", path, *_args(case), "--criterion", criterion, *FIT,
                          "-o", tmp_path / "r")
         one_error(result, case.refusal[2], case.refusal[3])
         assert not (tmp_path / "r").exists()
@@ -304,5 +304,5 @@ def test_layer_and_raw_apply_to_anndata_only(tmp_path):
         ExpressionData.read(tmp_path / "t.csv", "label", layer="counts")
     data = ExpressionData.read(tmp_path / "t.csv", "label")
     assert list(data.var_names) == HVG
-    result = run_cli("fit", tmp_path / "t.csv", "--use-raw", "-o", tmp_path / "r")
+    result = run_cli("fit", "--no-figures", tmp_path / "t.csv", "--use-raw", "-o", tmp_path / "r")
     one_error(result, 2, r"--layer and --use-raw apply to \.h5ad and \.zarr input only")

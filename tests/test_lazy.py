@@ -183,9 +183,9 @@ def test_cli_fit_lazy_store_equals_in_memory_file(stores, tmp_path, sketch, crit
     common = ["--label-key", "cell_type", *sketch, *criterion, "--show", "0"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ref = runner.invoke(app, ["fit", str(root / "cells.h5ad"), "-o", str(tmp_path / "a"),
+        ref = runner.invoke(app, ["fit", "--no-figures", str(root / "cells.h5ad"), "-o", str(tmp_path / "a"),
                                   *common, "--quiet"])
-        got = runner.invoke(app, ["fit", str(root / "cells.zarr"), "--lazy", "-o",
+        got = runner.invoke(app, ["fit", "--no-figures", str(root / "cells.zarr"), "--lazy", "-o",
                                   str(tmp_path / "b"), *common])
     assert ref.exit_code == 0, ref.output
     assert got.exit_code == 0, got.output
@@ -208,7 +208,7 @@ def test_cli_fit_lazy_refusals(stores, tmp_path, args, message):
     from typer.testing import CliRunner
 
     root, _ = stores
-    res = CliRunner().invoke(app, ["fit", str(root / "cells.zarr"), "--label-key", "cell_type",
+    res = CliRunner().invoke(app, ["fit", "--no-figures", str(root / "cells.zarr"), "--label-key", "cell_type",
                                    "-o", str(tmp_path / "out"), *args])
     assert res.exit_code == 2
     assert message in res.output
@@ -222,7 +222,7 @@ def test_cli_lazy_needs_a_store(tmp_path):
     table = tmp_path / "x.csv"
     pd.DataFrame({"label": ["a", "b"] * 5, "g1": np.arange(10.0),
                   "g2": np.arange(10.0)[::-1] ** 2}).to_csv(table, index=False)
-    res = CliRunner().invoke(app, ["fit", str(table), "--lazy", "-o", str(tmp_path / "out")])
+    res = CliRunner().invoke(app, ["fit", "--no-figures", str(table), "--lazy", "-o", str(tmp_path / "out")])
     assert res.exit_code == 1
     assert "lazy reading applies to .h5ad and .zarr input, not csv" in res.output
 

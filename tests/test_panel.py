@@ -185,13 +185,13 @@ def test_cli_panel(multi_csv, tmp_path):
 ])
 def test_cli_panel_refused(multi_csv, tmp_path, args, pattern):
     out = tmp_path / "refused"
-    result = run_cli("fit", multi_csv, *args, "-o", out)
+    result = run_cli("fit", "--no-figures", multi_csv, *args, "-o", out)
     one_error(result, 2, pattern)
     assert not out.exists()
 
 
 def test_cli_spike_slab_refuses_panel(multi_csv, tmp_path):
-    result = run_cli("fit", multi_csv, "--model", "spike-slab", "--panel", "5",
+    result = run_cli("fit", "--no-figures", multi_csv, "--model", "spike-slab", "--panel", "5",
                      "-o", tmp_path / "ss")
     assert result.exit_code == 2
     assert "--panel" in result.stderr

@@ -23,8 +23,8 @@ from ardselect.model_selection import evaluate
 from ardselect.preprocessing import Preprocessor
 from conftest import one_error, run_cli, scaled_and_log_cells
 
-FIT = ("--criterion", "loo", "--no-certainty", "-q")
-EVALUATE = ("--splits", "1", "--no-l1", "--max-steps", "8", "-q")
+FIT = ("--criterion", "loo", "--no-certainty", "--no-figures", "-q")
+EVALUATE = ("--splits", "1", "--no-l1", "--max-steps", "8", "--no-figures", "-q")
 
 
 def _h5ad(path, X, y, raw=None):
