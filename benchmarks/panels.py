@@ -21,12 +21,13 @@ held out (``ardselect.model_selection.partitions``). On each partition, genes ar
 the training mean and sd (constant genes dropped) and every method is fitted on the training part:
 
 * ``ardselect ovr``: ``ARDClassifier(certainty=False)`` fitted once (one-vs-rest, the sizes by
-  inner cross-validation), then for each N the models a fit with ``panel=N`` chooses on that
-  frontier, without refitting (``ARDClassifier._at_panel``: the frontier holds the default grid of
-  sizes, the calibration of each size is its offset and temperature, the combination temperature
-  1);
+  inner cross-validation), then for each N the models a fit with ``multiclass="ovr", panel=N``
+  chooses on that frontier, without refitting (``ARDClassifier._at_panel``: the frontier holds
+  the default grid of sizes, the calibration of each size is its offset and temperature, the
+  combination temperature 1);
 * ``ardselect shared``: ``ARDClassifier(multiclass="shared", certainty=False)``, the shared size
-  of least pooled held-out multi-class log-loss with at most N genes, chosen the same way;
+  of least pooled held-out multi-class log-loss with at most N genes, chosen the same way (what
+  ``panel=N`` does by default);
 * ``t-test top-k + L2`` and ``Wilcoxon top-k + L2``: each class against the rest on the training
   cells' log values (Welch's t, ``scipy.stats.ttest_ind``; the Mann-Whitney U,
   ``scipy.stats.mannwhitneyu``), genes ranked by the statistic, largest first (genes higher in the

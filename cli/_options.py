@@ -36,10 +36,11 @@ MulticlassOpt = Annotated[
     Multiclass,
     typer.Option(
         "--multiclass",
-        help="More than two classes: 'ovr' chooses each class's genes against the rest (the "
-        "default); 'shared' gives each gene one prior precision for all classes, so every class "
-        "uses the same, smaller gene set (Khan SRBCT: 57 genes against 85, the same error; "
-        "Sorlie: 44 against 120, 17.6% error against 15.2%).",
+        help="More than two classes: 'ovr' chooses each class's genes against the rest; 'shared' "
+        "gives each gene one prior precision for all classes, so every class uses the same, "
+        "smaller gene set (Khan SRBCT: 57 genes against 85, the same error; Sorlie: 44 against "
+        "120, 17.6% error against 15.2%). 'auto' (the default): 'shared' with --panel, else "
+        "'ovr'.",
     ),
 ]
 
@@ -65,9 +66,10 @@ PanelOpt = Annotated[
     typer.Option(
         "--panel",
         help="Panel budget: at most this many distinct genes over all classes together (the "
-        "union of the classes' genes; >= 1), the best models of the frontier within it. Each "
-        "class keeps at most the genes it would choose alone; with --multiclass shared, the "
-        "best shared size of at most this many genes. Needs --criterion cv. Default: no budget.",
+        "union of the classes' genes; >= 1), the best models of the frontier within it: one "
+        "gene list shared by the classes, of the best shared size within the budget (with "
+        "--multiclass ovr: each class's own genes, at most those it would choose alone). Needs "
+        "--criterion cv. Default: no budget.",
         show_default=False,
     ),
 ]

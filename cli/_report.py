@@ -13,6 +13,8 @@ import math
 import shlex
 from pathlib import Path
 
+from ardselect.choices import resolve_multiclass
+
 #: What each column of the signature table means (the columns of ``genes.tsv``, in its order).
 FIT_COLUMNS = {
     "class": "The class of the binary problem: that class against the rest (multi-class), or "
@@ -326,6 +328,7 @@ def write_fit_report(folder: Path, sig, adata, *, data: Path, label_key: str,
     from ._options import class_counts, data_shape, display_classes
 
     est = sig.estimator.get_params()
+    est["multiclass"] = resolve_multiclass(est.get("multiclass"), est.get("panel"))
     criterion = str(sig.criterion)
     classes, problems, ranked, frontier = sig.classes, sig.problems, sig.ranked, sig.frontier
     steps = sig.chosen_step

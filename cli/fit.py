@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ardselect.choices import AUTO_SKETCH, SKETCH_FLOOR
+from ardselect.choices import AUTO_SKETCH, SKETCH_FLOOR, resolve_multiclass
 
 from ._options import (
     ARD_ONLY,
@@ -367,7 +367,7 @@ def _n_paths(estimator, expression, positive) -> int:
 
     n_classes = pd.Series(expression.labels).dropna().astype(str).nunique()
     n_problems = n_classes if (n_classes > 2 and positive is None) else 1
-    if estimator.multiclass == "shared":
+    if resolve_multiclass(estimator.multiclass, estimator.panel) == "shared":
         n_problems = 1  # one path for all classes
     n_folds = estimator.cv * estimator.cv_repeats if estimator.criterion == "cv" else 0
     return n_problems * (1 + n_folds)
@@ -389,7 +389,9 @@ class FitOutputs:
     def title(self, sig) -> str:
         """The figures' title: the data, the comparison and the criterion."""
         if len(sig.problems) > 1:
-            shared = ", shared genes" if sig.estimator.multiclass == "shared" else ""
+            est = sig.estimator
+            shared = (", shared genes" if resolve_multiclass(est.multiclass, est.panel) == "shared"
+                      else "")
             return (f"{self.data.name}: {self.label_key}, each class vs rest{shared} "
                     f"({sig.criterion})")
         return f"{self.data.name}: {sig.classes[1]} vs {sig.classes[0]} ({sig.criterion})"

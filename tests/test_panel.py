@@ -101,7 +101,7 @@ def srbct_free(srbct):
 @pytest.mark.parametrize("panel", [1, 4, 9, 25])
 def test_the_union_never_exceeds_the_panel_on_real_multiclass_data(srbct, srbct_free, panel):
     X, y = srbct
-    est = ARDClassifier(cv=3, certainty=False, n_jobs=1, panel=panel).fit(X, y)
+    est = ARDClassifier(cv=3, certainty=False, n_jobs=1, panel=panel, multiclass="ovr").fit(X, y)
     assert _union(est) <= panel
     assert (np.atleast_2d(est.coef_) != 0).sum(axis=1).max() <= panel
     r = est.cv_results_
@@ -119,7 +119,7 @@ def test_the_union_never_exceeds_the_panel_on_real_multiclass_data(srbct, srbct_
 
 def test_a_panel_larger_than_the_free_union_changes_nothing(srbct, srbct_free):
     X, y = srbct
-    big = ARDClassifier(cv=3, certainty=False, n_jobs=1, panel=1000).fit(X, y)
+    big = ARDClassifier(cv=3, certainty=False, n_jobs=1, panel=1000, multiclass="ovr").fit(X, y)
     np.testing.assert_array_equal(big.coef_ != 0, srbct_free.coef_ != 0)
     np.testing.assert_allclose(big.predict_proba(X), srbct_free.predict_proba(X))
 
@@ -134,6 +134,23 @@ def test_shared_panel_is_the_best_shared_size_within_it(srbct):
     chosen = r.loc[r["chosen"], "n_genes"].unique()
     assert chosen.size == 1
     assert chosen[0] in (min(under, key=under.get), 0)
+
+
+def test_auto_is_shared_with_a_panel_and_one_vs_rest_without(srbct, srbct_free):
+    from ardselect.choices import resolve_multiclass
+
+    X, y = srbct
+    assert ARDClassifier().get_params()["multiclass"] == "auto"
+    assert [resolve_multiclass("auto", p) for p in (None, 1, 50)] == ["ovr", "shared", "shared"]
+    assert [resolve_multiclass(m, 5) for m in ("ovr", "shared")] == ["ovr", "shared"]
+    auto = ARDClassifier(cv=3, certainty=False, n_jobs=1, panel=6).fit(X, y)
+    shared = ARDClassifier(cv=3, certainty=False, n_jobs=1, panel=6, multiclass="shared").fit(X, y)
+    np.testing.assert_array_equal(auto.coef_, shared.coef_)
+    np.testing.assert_array_equal(auto.predict_proba(X), shared.predict_proba(X))
+    assert auto._joint  # one path for all classes
+    ovr = ARDClassifier(cv=3, certainty=False, n_jobs=1, multiclass="ovr").fit(X, y)
+    np.testing.assert_array_equal(srbct_free.coef_, ovr.coef_)
+    assert not srbct_free._joint
 
 
 def test_parameter_checks():
@@ -152,7 +169,8 @@ def test_panel_and_max_genes_together(srbct):
     X, y = srbct
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = ARDClassifier(cv=3, certainty=False, n_jobs=1, panel=12, max_genes=2).fit(X, y)
+        est = ARDClassifier(cv=3, certainty=False, n_jobs=1, panel=12, max_genes=2,
+                            multiclass="ovr").fit(X, y)
     assert _union(est) <= 12
     assert (np.atleast_2d(est.coef_) != 0).sum(axis=1).max() <= 2
 
@@ -176,7 +194,14 @@ def test_cli_panel(multi_csv, tmp_path):
     genes = pd.read_csv(out / "genes.tsv", sep="\t", keep_default_na=False)
     # Each of the four classes has its own marker gene: two genes make the budget bind.
     assert 0 < genes.loc[genes["selected"], "gene"].nunique() <= 2
-    assert "panel 2" in (out / "report.html").read_text()
+    page = (out / "report.html").read_text()
+    assert "panel 2" in page
+    assert "multiclass shared" in page  # --multiclass auto: one gene list for a panel
+    ovr = tmp_path / "ovr"
+    result = run_cli("fit", multi_csv, "--panel", "2", "--multiclass", "ovr", "--no-certainty",
+                     "--no-figures", "-j", "1", "-q", "-o", ovr)
+    assert result.exit_code == 0, result.stderr
+    assert "multiclass ovr" in (ovr / "report.html").read_text()
 
 
 @pytest.mark.parametrize(("args", "pattern"), [

@@ -11,7 +11,7 @@ import pandas as pd
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..choices import CRITERIA, CV_RULES, MULTICLASS
+from ..choices import CRITERIA, CV_RULES, MULTICLASS, resolve_multiclass
 from ..engine._basis import make_basis
 from ..engine._design import as_design
 from ..engine._parallel import one_blas_thread, run_tasks, task_work
@@ -122,9 +122,9 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
     panel : int >= 1 or None, default=None
         At most this many distinct genes over all classes: the frontier's models of least summed
         held-out log-loss within it (guide: "A panel of N genes"). ``criterion="cv"`` only.
-    multiclass : {"ovr", "shared"}, default="ovr"
-        More than two classes: one path and size per class, or one path for all (each gene's
-        precision shared by every class, so all classes use the same genes).
+    multiclass : {"auto", "ovr", "shared"}, default="auto"
+        More than two classes: a path and size per class ("ovr"), or one path for all, each gene's
+        precision shared by every class ("shared"); "auto": "shared" with a ``panel``, else "ovr".
     variance_scale_min : float in [0, 1], default=0.5
         Smallest ``s`` of the calibration ``Phi(a + T m / sqrt(1 + s v))`` (1: full predictive).
     random_state : int, RandomState instance or None, default=0
@@ -346,7 +346,8 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
         Phi_s, scale, allowed = self._append_covariates(Phi_s, scale, allowed, covariates)
         problems = [1] if classes.size == 2 else list(range(classes.size))
         # multiclass="shared": one path for all classes, the genes' precisions shared.
-        self._joint = self.multiclass == "shared" and classes.size > 2
+        self._joint = (resolve_multiclass(self.multiclass, self.panel) == "shared"
+                       and classes.size > 2)
         spec = self._path_spec(Phi_s.shape[0])
 
         # Each task is one path (or a fold's); a dask array's tasks stay in this process, in
@@ -560,6 +561,9 @@ class ARDClassifier(ClassifierMixin, _ARDPathEstimator):
 
     def _at_panel(self, panel):
         """A fitted copy using the models a fit with ``panel`` would choose, without refitting.
+
+        The copy keeps this fit's ``multiclass`` (one-vs-rest or shared), whatever ``"auto"``
+        would resolve to with a panel.
 
         For benchmarks that compare many budgets on one fit. The choice reads the frontier
         (``cv_results_``) as a fit with ``panel`` makes it, with two differences: the frontier
