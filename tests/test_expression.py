@@ -250,7 +250,8 @@ def test_cli_predict_with_a_raw_model_on_the_same_layout(cli_fit):
 def test_cli_evaluate_use_raw_reads_raws_genes(cli_fit):
     tmp, path, _ = cli_fit
     out = tmp / "eval"
-    result = run_cli("evaluate", path, "--use-raw", "--splits", "2", "-o", out, "-q")
+    result = run_cli("evaluate", path, "--use-raw", "--splits", "1", "--no-l1", "--max-steps", "8",
+                     "--no-figures", "-o", out, "-q")
     assert result.exit_code == 0, result.stderr
     selection = pd.read_csv(out / "selection.tsv", sep="\t")
     assert MARKER_RAW_ONLY in set(selection.iloc[:, 0].astype(str))

@@ -268,6 +268,7 @@ def _render(browser, page, tmp_path, n_images):
     return shot
 
 
+@pytest.mark.slow  # a headless Chromium start and render, 10-20 s
 def test_fit_report_renders_in_a_headless_browser(tables, tmp_path):
     browser = _need_browser()
     out = tmp_path / "fit"
@@ -275,6 +276,7 @@ def test_fit_report_renders_in_a_headless_browser(tables, tmp_path):
     _render(browser, out / "report.html", tmp_path, n_images=4)
 
 
+@pytest.mark.slow  # a headless Chromium start and render, 10-20 s
 def test_evaluate_report_renders_in_a_headless_browser(tables, tmp_path):
     browser = _need_browser()
     out = tmp_path / "evaluate"
