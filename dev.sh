@@ -14,11 +14,19 @@ setup() {
   if [ ! -x "$VENV/bin/python" ]; then
     "$PY" -m venv "$VENV"
   fi
-  "$VENV/bin/python" -m pip install --quiet --upgrade pip
   # CI also builds the documentation (tests/test_docs.py, a slow test): it needs the docs extra.
   local extras="test"
   if [ "${CI:-}" = "true" ]; then extras="test,docs"; fi
+  # The install is editable, so only a change of pyproject.toml or of the extras needs another:
+  # the stamp records what the last complete install was for (it is written after it).
+  local stamp="$VENV/.ardselect-installed" want
+  want="$extras $("$VENV/bin/python" -c 'import hashlib; print(hashlib.sha256(open("pyproject.toml", "rb").read()).hexdigest())')"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    return
+  fi
+  "$VENV/bin/python" -m pip install --quiet --upgrade pip
   "$VENV/bin/python" -m pip install --quiet -e ".[$extras]"
+  echo "$want" > "$stamp"
 }
 
 # Small dense algebra runs thousands of times along a path: one BLAS thread is fastest and avoids

@@ -213,7 +213,7 @@ def test_no_figures_writes_everything_else_the_same(fitted, data, tmp_path):
 def test_evaluate_no_figures(data, tmp_path):
     out = tmp_path / "ev"
     result = run("evaluate", data / "all.csv", "--splits", 1, "--out", out, "--no-figures",
-                 "--max-steps", 5)
+                 "--max-steps", 5, "--no-l1")
     assert result.exit_code == 0, result.stderr
     names = {p.name for p in out.iterdir()}
     assert "calibration.png" not in names

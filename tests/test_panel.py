@@ -124,9 +124,13 @@ def test_a_panel_larger_than_the_free_union_changes_nothing(srbct, srbct_free):
     np.testing.assert_allclose(big.predict_proba(X), srbct_free.predict_proba(X))
 
 
-def test_shared_panel_is_the_best_shared_size_within_it(srbct):
-    X, y = srbct
-    est = ARDClassifier(cv=3, certainty=False, n_jobs=1, multiclass="shared", panel=6).fit(X, y)
+@pytest.fixture(scope="module")
+def srbct_shared6(srbct):
+    return ARDClassifier(cv=3, certainty=False, n_jobs=1, multiclass="shared", panel=6).fit(*srbct)
+
+
+def test_shared_panel_is_the_best_shared_size_within_it(srbct_shared6):
+    est = srbct_shared6
     assert _union(est) <= 6
     pooled = est._fits[0].joint_losses
     under = {k: v for k, v in pooled.items() if k <= 6}
@@ -136,7 +140,7 @@ def test_shared_panel_is_the_best_shared_size_within_it(srbct):
     assert chosen[0] in (min(under, key=under.get), 0)
 
 
-def test_auto_is_shared_with_a_panel_and_one_vs_rest_without(srbct, srbct_free):
+def test_auto_is_shared_with_a_panel_and_one_vs_rest_without(srbct, srbct_free, srbct_shared6):
     from ardselect.choices import resolve_multiclass
 
     X, y = srbct
@@ -144,12 +148,10 @@ def test_auto_is_shared_with_a_panel_and_one_vs_rest_without(srbct, srbct_free):
     assert [resolve_multiclass("auto", p) for p in (None, 1, 50)] == ["ovr", "shared", "shared"]
     assert [resolve_multiclass(m, 5) for m in ("ovr", "shared")] == ["ovr", "shared"]
     auto = ARDClassifier(cv=3, certainty=False, n_jobs=1, panel=6).fit(X, y)
-    shared = ARDClassifier(cv=3, certainty=False, n_jobs=1, panel=6, multiclass="shared").fit(X, y)
-    np.testing.assert_array_equal(auto.coef_, shared.coef_)
-    np.testing.assert_array_equal(auto.predict_proba(X), shared.predict_proba(X))
-    assert auto._joint  # one path for all classes
-    ovr = ARDClassifier(cv=3, certainty=False, n_jobs=1, multiclass="ovr").fit(X, y)
-    np.testing.assert_array_equal(srbct_free.coef_, ovr.coef_)
+    np.testing.assert_array_equal(auto.coef_, srbct_shared6.coef_)
+    np.testing.assert_array_equal(auto.predict_proba(X), srbct_shared6.predict_proba(X))
+    # One path for all classes with the panel; one per class without it (the default fit).
+    assert auto._joint
     assert not srbct_free._joint
 
 
