@@ -18,18 +18,5 @@ They are built from the tables of the Broad Institute release by :func:`_build_l
 checksums are in :data:`LEUKAEMIA_SHA256`.
 """
 
-from .dataio._datasets import (
-    EXAMPLES,
-    LEUKAEMIA_SHA256,
-    leukaemia,
-    leukemia,
-    load_example,
-)
-
-__all__ = [
-    "EXAMPLES",
-    "LEUKAEMIA_SHA256",
-    "leukaemia",
-    "leukemia",
-    "load_example",
-]
+from .dataio._datasets import *  # noqa: F403  (the names of its __all__)
+from .dataio._datasets import __all__  # noqa: F401

@@ -14,28 +14,5 @@ Examples
 ['5']
 """
 
-from .signature._get import (
-    chosen_steps,
-    covariates_df,
-    credible_sets_df,
-    cv_groups_df,
-    frontier_df,
-    gene_sets,
-    model,
-    path_df,
-    ranked_genes_df,
-    ranked_list,
-)
-
-__all__ = [
-    "chosen_steps",
-    "covariates_df",
-    "credible_sets_df",
-    "cv_groups_df",
-    "frontier_df",
-    "gene_sets",
-    "model",
-    "path_df",
-    "ranked_genes_df",
-    "ranked_list",
-]
+from .signature._get import *  # noqa: F403  (the names of its __all__)
+from .signature._get import __all__  # noqa: F401

@@ -10,24 +10,5 @@ posterior over every gene (:mod:`ardselect.dataio._spikeslab_model`), and predic
 that estimator. :func:`load_model` reads ``model.json`` back, of either kind.
 """
 
-from .dataio._portable import (
-    MODEL_FORMAT,
-    MODEL_FORMAT_VERSION,
-    CovariateEncoder,
-    DataScaleWarning,
-    PortableModel,
-    Posterior,
-    check_model_data,
-    load_model,
-)
-
-__all__ = [
-    "MODEL_FORMAT",
-    "MODEL_FORMAT_VERSION",
-    "CovariateEncoder",
-    "DataScaleWarning",
-    "PortableModel",
-    "Posterior",
-    "check_model_data",
-    "load_model",
-]
+from .dataio._portable import *  # noqa: F403  (the names of its __all__)
+from .dataio._portable import __all__  # noqa: F401

@@ -12,36 +12,5 @@ of the top-label confidence (:func:`expected_calibration_error`); the log-loss o
 training class frequencies (what any model must beat); and the fit time.
 """
 
-from .signature._model_selection import (
-    FewPartitionsWarning,
-    baselines,
-    calibrated_ece,
-    calibration_table,
-    ep_leave_group_out,
-    evaluate,
-    expected_calibration_error,
-    genes_used,
-    n_genes_used,
-    paired_difference,
-    partitions,
-    selection_frequency,
-    selection_stability,
-    summarize,
-)
-
-__all__ = [
-    "FewPartitionsWarning",
-    "baselines",
-    "calibrated_ece",
-    "calibration_table",
-    "ep_leave_group_out",
-    "evaluate",
-    "expected_calibration_error",
-    "genes_used",
-    "n_genes_used",
-    "paired_difference",
-    "partitions",
-    "selection_frequency",
-    "selection_stability",
-    "summarize",
-]
+from .signature._model_selection import *  # noqa: F403  (the names of its __all__)
+from .signature._model_selection import __all__  # noqa: F401

@@ -6,30 +6,5 @@ dependency (the ``plot`` extra, or ``pip install matplotlib``); it is imported w
 of ardselect works without it.
 """
 
-from .signature._plots import (
-    LOO_PROB_FLOOR,
-    calibration,
-    certainty,
-    class_colours,
-    class_order,
-    frontier,
-    inclusion,
-    path,
-    require_matplotlib,
-    save_png,
-    weights,
-)
-
-__all__ = [
-    "LOO_PROB_FLOOR",
-    "calibration",
-    "certainty",
-    "class_colours",
-    "class_order",
-    "frontier",
-    "inclusion",
-    "path",
-    "require_matplotlib",
-    "save_png",
-    "weights",
-]
+from .signature._plots import *  # noqa: F403  (the names of its __all__)
+from .signature._plots import __all__  # noqa: F401

@@ -7,14 +7,5 @@ transformer, so they go inside a :class:`~sklearn.pipeline.Pipeline` or
 (:mod:`ardselect.model`).
 """
 
-from .dataio._preprocessing import (
-    LOG_CHOICES,
-    Preprocessor,
-    auto_log,
-)
-
-__all__ = [
-    "LOG_CHOICES",
-    "Preprocessor",
-    "auto_log",
-]
+from .dataio._preprocessing import *  # noqa: F403  (the names of its __all__)
+from .dataio._preprocessing import __all__  # noqa: F401

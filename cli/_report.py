@@ -83,7 +83,7 @@ FIT_COLUMNS = {
 }
 
 #: What a report says in place of its figures when the run drew none (``--no-figures``).
-NO_FIGURES = "<p>No figures: the run was given <code>--no-figures</code>.</p>"
+NO_FIGURES = "No figures: the run was given <code>--no-figures</code>."
 #: The figures of ``fit``, in the order shown, with how to read each.
 FIT_FIGURES = (
     ("frontier.png", "How many genes: the frontier",
@@ -396,7 +396,7 @@ def write_fit_report(folder: Path, sig, adata, *, data: Path, label_key: str,
              if (folder / name).is_file()]
     body += [_figure(folder, *figure) for figure in drawn]
     if not drawn:
-        body.append(NO_FIGURES)
+        body.append(f"<p>{NO_FIGURES}</p>")
     body.append(_command(command))
     if multi:
         title = f"ardselect: {label_key}, each class against the rest"
@@ -510,8 +510,8 @@ def write_evaluate_report(folder: Path, summary, results, stability, *, data: Pa
             "probability of the predicted class): the share that was right against the mean "
             "confidence in each bin. A calibrated model lies on the diagonal."))
     else:
-        body.append(NO_FIGURES.replace("</p>", " <code>calibration.tsv</code> holds the "
-                                       "reliability diagram's bins.</p>"))
+        body.append(f"<p>{NO_FIGURES} <code>calibration.tsv</code> holds the reliability "
+                    "diagram's bins.</p>")
     body.append(_command(command))
     path = folder / "report.html"
     path.write_text(_page(f"ardselect evaluate: {data.name}",

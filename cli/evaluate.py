@@ -290,7 +290,6 @@ def _evaluate_methods(*, spikeslab, seed, max_steps, max_genes, cv_rule, multicl
         methods["L1-logistic"] = peers["L1-logistic"]
     pre = ardselect.preprocessing.Preprocessor(log=log.value, pseudocount=pseudocount, floor=floor,
                                                cap=cap, standardize=standardize)
-    pre._check_params()  # before any partition starts its workers
     return methods, pre
 
 

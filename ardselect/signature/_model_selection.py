@@ -516,6 +516,10 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
         if bad:
             msg = f"unknown criteria {bad}; choose from {CRITERIA}"
             raise ValueError(msg)
+    from ..dataio._preprocessing import Preprocessor
+
+    if isinstance(preprocessor, Preprocessor):
+        preprocessor._check_params()  # a value out of range is refused before any partition
     _check_sample_scales(X, preprocessor, ids)
     parts = partitions(y, n_splits=n_splits, train_size=train_size, groups=groups,
                        random_state=random_state)

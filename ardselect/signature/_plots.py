@@ -268,9 +268,24 @@ def _column_label(ax, text: str, rows, **font) -> None:
                 textcoords="offset points", rotation=90, ha="left", va="center", fontsize=7)
 
 
-def _panel_title(ax, text: str) -> None:
-    """A panel's title at the top of its axes (placed, not searched for among twin axes)."""
-    ax.set_title(text, fontsize=9, y=1.0)
+def _panel_title(ax, cls: str, classes, title: str | None) -> None:
+    """A class panel's title, ``CLASS vs rest`` (a single panel: the figure's ``title``).
+
+    Placed at the top of the axes, not searched for among twin axes.
+    """
+    text = f"{cls} vs rest" if len(classes) > 1 else (title or "")
+    if text:
+        ax.set_title(text, fontsize=9, y=1.0)
+
+
+def _finish_panels(fig, axes, classes, title: str | None) -> bool:
+    """Hide the grid's spare panels; the figure's title above several panels (True if set)."""
+    for ax in axes[len(classes):]:
+        ax.set_visible(False)
+    if title and len(classes) > 1:
+        fig.suptitle(title, fontsize=10)
+        return True
+    return False
 
 
 def weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fig=None):
@@ -319,16 +334,11 @@ def weights(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, fi
             _column_label(ax, "share of the CV fold models holding the gene", shares)
         ax.set_xlabel("weight (posterior mean +- 2 sd)")
         ax.grid(visible=True, axis="x", alpha=0.3)
-        sub_title = f"{cls} vs rest" if len(classes) > 1 else (title or "")
-        if sub_title:
-            _panel_title(ax, sub_title)
+        _panel_title(ax, cls, classes, title)
         if k == 0:
             ax.text(0.5, 0.5, "no gene selected", ha="center", va="center",
                     transform=ax.transAxes)
-    for ax in axes[len(classes):]:
-        ax.set_visible(False)
-    if title and len(classes) > 1:
-        fig.suptitle(title, fontsize=10)
+    _finish_panels(fig, axes, classes, title)
     return fig
 
 
@@ -381,9 +391,7 @@ def inclusion(ranked: pd.DataFrame, *, top: int = 40, title: str | None = None, 
         ax.set_xlim(0.0, 1.0)
         ax.set_xlabel("probability that the gene is in the model (PIP)")
         ax.grid(visible=True, axis="x", alpha=0.3)
-        sub_title = f"{cls} vs rest" if len(classes) > 1 else (title or "")
-        if sub_title:
-            _panel_title(ax, sub_title)
+        _panel_title(ax, cls, classes, title)
         if k == 0:
             any_sel = table.loc[table["class"].astype(str) == cls, "selected"].astype(bool).any()
             ax.text(0.5, 0.5, "no inclusion probabilities (certainty off)" if any_sel
@@ -395,10 +403,7 @@ def inclusion(ranked: pd.DataFrame, *, top: int = 40, title: str | None = None, 
                 Patch(color="none", label="P: probability that the model holds at least one "
                                           "gene of the set")]
         ax.legend(handles=keys, fontsize=6, loc="lower right", framealpha=0.85)
-    for ax in axes[len(classes):]:
-        ax.set_visible(False)
-    if title and len(classes) > 1:
-        fig.suptitle(title, fontsize=10)
+    _finish_panels(fig, axes, classes, title)
     return fig
 
 
@@ -475,13 +480,8 @@ def certainty(ranked: pd.DataFrame, *, top: int = 25, title: str | None = None, 
         ax.set_xlabel("log Bayes factor, in vs out, given the other\nselected genes "
                       "(dark: selected)")
         ax.grid(visible=True, axis="x", alpha=0.3)
-        sub_title = f"{cls} vs rest" if len(classes) > 1 else (title or "")
-        if sub_title:
-            _panel_title(ax, sub_title)
-    for ax in axes[len(classes):]:
-        ax.set_visible(False)
-    if title and len(classes) > 1:
-        fig.suptitle(title, fontsize=10)
+        _panel_title(ax, cls, classes, title)
+    if _finish_panels(fig, axes, classes, title):
         # Keep the panels below the suptitle (tight_layout alone lets them overlap it).
         fig.tight_layout(rect=(0.0, 0.0, 1.0, 1.0 - 0.4 / fig.get_figheight()))
     else:
