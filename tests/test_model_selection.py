@@ -93,19 +93,53 @@ def test_preprocessing_sees_only_the_training_part():
         assert not set(rows.astype(int)) & set(test)
 
 
-def test_reproducible_and_independent_of_n_jobs():
+@pytest.fixture
+def workers_asked(monkeypatch):
+    """The ``n_jobs`` each joblib ``Parallel`` is made with while the test runs (it runs as usual)."""
+    import joblib
+
+    asked = []
+
+    class Recording(joblib.Parallel):
+        def __init__(self, *args, **kwargs):
+            asked.append(kwargs.get("n_jobs"))
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(joblib, "Parallel", Recording)
+    return asked
+
+
+def test_reproducible_and_independent_of_n_jobs(workers_asked):
     rng = np.random.default_rng(2)
-    X = rng.normal(size=(50, 30))
+    X = rng.normal(size=(50, 120))  # 33 x 120 training parts: the partitions go to processes
     y = np.where(X[:, 0] + 0.5 * rng.normal(size=50) > 0, "u", "v")
     m = {"ARD-EP": ARDClassifier(), "logistic": LogisticRegression()}
     a, pa = evaluate(X, y, m, criteria={"ARD-EP": ["evidence"]}, preprocessor=StandardScaler(),
                      n_splits=4, n_jobs=1)
     b, pb = evaluate(X, y, m, criteria={"ARD-EP": ["evidence"]}, preprocessor=StandardScaler(),
                      n_splits=4, n_jobs=2)
+    assert workers_asked[0] == 1
+    assert workers_asked[-1] == 2
     cols = [c for c in a.columns if c != "fit_seconds"]
     pd.testing.assert_frame_equal(a[cols], b[cols])
     pd.testing.assert_frame_equal(pa, pb)
     assert list(a["method"].iloc[:3]) == ["ARD-EP", "ARD-EP (evidence)", "logistic"]
+
+
+def test_the_partitions_of_a_small_table_run_here(workers_asked):
+    # A partition's fits take less than starting worker processes: n * min(p, 100)**2 * 10 below
+    # PROCESS_MIN_WORK (2,000,000) for a training part of n samples and p genes.
+    rng = np.random.default_rng(4)
+    y = np.repeat(["a", "b"], 30)
+    for n_genes, expected in ((50, 1), (80, 2)):  # 40 x 50**2 x 10 = 1.0e6; 40 x 80**2 x 10 = 2.56e6
+        X = rng.normal(size=(60, n_genes))
+        workers_asked.clear()
+        res, _ = evaluate(X, y, {"fixed": FixedProba()}, n_splits=2, n_jobs=2)
+        assert workers_asked == [expected], n_genes
+        assert len(res) == 2
+    workers_asked.clear()
+    evaluate(X, y, {"fixed": FixedProba()}, n_splits=2)  # None: joblib's configuration decides
+    assert workers_asked == [None]
 
 
 def test_multiclass_and_summaries():

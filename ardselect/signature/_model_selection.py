@@ -16,6 +16,7 @@ from sklearn.base import clone
 
 from ..dataio._preprocessing import auto_log
 from ..engine._design import as_design
+from ..engine._parallel import PROCESS_MIN_WORK, task_work
 from ..engine._validation import (
     blank_labels,
     check_class_labels,
@@ -414,6 +415,18 @@ def _check_sample_scales(X, preprocessor, ids) -> None:
         warnings.warn(message, DataScaleWarning, stacklevel=3)
 
 
+# A partition fits a path for each method and each inner fold: at least this many. Partitions
+# whose training part would give this many paths less than PROCESS_MIN_WORK of work run in one
+# process (a 36 x 20 table's partitions take about 0.1 s each, while starting the worker processes
+# takes seconds); the leukaemia set's (48 x 7,129) and any single-cell set's go to processes.
+_PARTITION_PATHS = 10
+
+
+def _too_small_for_processes(X, parts) -> bool:
+    n_train = max(len(tr) for tr, _ in parts)
+    return _PARTITION_PATHS * task_work(n_train, X.shape[1]) < PROCESS_MIN_WORK
+
+
 def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preprocessor=None,
              n_splits: int = 20, train_size=2 / 3, groups=None, inner_groups: bool = True,
              sample_ids=None, feature_names=None, return_selection: bool = False,
@@ -449,7 +462,10 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
     return_selection : bool, default=False
         Also return which genes each method used on each partition.
     n_jobs : int, optional
-        Partitions run in parallel with joblib; results do not depend on ``n_jobs``. None means
+        Partitions run in parallel with joblib; results do not depend on ``n_jobs``. The partitions
+        of a small table run here, one after the other, whatever ``n_jobs`` asks: those whose
+        training part of n samples and p genes has n * min(p, 100)**2 below 200,000 (each takes
+        less time than starting the worker processes). None means
         joblib's active configuration (one process unless inside ``joblib.parallel_config``): inside
         ``joblib.parallel_config(backend="dask")``, with a ``distributed`` Client running, the
         partitions run as tasks on that Client (ardselect never creates one).
@@ -526,6 +542,8 @@ def evaluate(X, y, methods: Mapping, *, criteria: Mapping | None = None, preproc
     fit_groups = np.asarray(groups) if (groups is not None and inner_groups) else None
     if covariates is not None:
         covariates = np.asarray(covariates, dtype=np.float64).reshape(y.shape[0], -1)
+    if n_jobs not in (None, 1) and _too_small_for_processes(X, parts):
+        n_jobs = 1
     jobs = (delayed(_one_split)(i + 1, X, y, ids, tr, te, dict(methods), criteria, preprocessor,
                                 fit_groups, covariates)
             for i, (tr, te) in enumerate(parts))
