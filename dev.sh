@@ -55,7 +55,7 @@ case "$cmd" in
     # fresh clone then found (and the whole check takes well under a second).
     "$VENV/bin/ruff" check --no-cache --quiet .
     # Two test processes (pytest-xdist): the machine this project is built on has 2 cores. The
-    # default suite takes several minutes (2 min 17 s to 3 min 22 s on 2 cores there; longer on
+    # default suite takes 2 min 17 s to 3 min 22 s on 2 cores there (longer on
     # a shared machine); CI's slow tests add more. ARDSELECT_TEST_WORKERS=0 runs in one process.
     extra=(-n "${ARDSELECT_TEST_WORKERS:-2}")
     if [ "${CI:-}" = "true" ]; then extra+=(--runslow); fi
